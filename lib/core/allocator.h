@@ -1,0 +1,25 @@
+// Device memory providers. Tensors take their storage from the allocator of their device.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/device.h"
+
+namespace seqtrans {
+
+// Hands out raw device memory; implementations decide whether memory is pooled.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* pointer, size_t bytes) = 0;
+};
+
+// The allocator that new tensors on `device` use. The CUDA one is installed by the CUDA runtime.
+Allocator& allocator_for(Device device);
+
+// Lets the CUDA runtime (or a test) install the allocator for a device; returns the previous one.
+Allocator* set_allocator(Device device, Allocator* allocator);
+
+}  // namespace seqtrans

@@ -1,0 +1,44 @@
+// Decoding settings: options passed to search, never stored in the model file.
+#pragma once
+
+#include <cstdint>
+
+namespace seqtrans {
+
+enum class SearchKind { Greedy, Beam, Sampling };
+
+// When beam search stops for a sentence (Hugging Face's `early_stopping`).
+enum class BeamStopping {
+  // Stop once the best running hypothesis can no longer beat the worst of the finished ones (HF False).
+  Heuristic,
+  // Stop as soon as beam_size hypotheses have finished (HF True).
+  FirstComplete,
+  // Run until no running hypothesis could ever improve the n-best, given the maximum length (HF "never").
+  Never,
+};
+
+struct SearchOptions {
+  // 1 = greedy (or plain sampling when sampling_topk != 1); > 1 = beam search.
+  int beam_size = 4;
+  // Hypotheses returned per sentence; at most beam_size.
+  int num_hypotheses = 1;
+  // Score of a finished hypothesis = sum of log-probs / (generated length ^ length_penalty).
+  // Generated length counts the EOS token (as Hugging Face does).
+  float length_penalty = 1.0f;
+  BeamStopping beam_stopping = BeamStopping::Heuristic;
+
+  // Maximum generated tokens (EOS included) = max_length_a + max_length_b * source length
+  // (source length counts the source EOS), capped by the model's positions.
+  int max_length_a = 256;
+  float max_length_b = 0.0f;
+  // Force EOS as the last token when the maximum length is reached (HF forced_eos_token_id).
+  bool force_eos_at_max_length = false;
+
+  // Sampling: used when sampling_topk != 1 (0 = whole vocabulary) or sampling_topp < 1.
+  int sampling_topk = 1;
+  float sampling_topp = 1.0f;
+  float temperature = 1.0f;
+  uint64_t seed = 0;
+};
+
+}  // namespace seqtrans
