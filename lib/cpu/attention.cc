@@ -1,0 +1,52 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cpu/cpu_ops.h"
+
+namespace seqtrans::cpu {
+
+void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+               const ops::AttentionOptions& options, Tensor& out) {
+  const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
+  const int64_t key_capacity = keys.dim(1);
+  const int64_t heads = options.num_heads, head_dim = width / heads;
+  const float* q = query.data<float>();
+  const float* k = keys.data<float>();
+  const float* v = values.data<float>();
+  const int32_t* lengths = key_lengths.data<int32_t>();
+  float* result = out.data<float>();
+  std::vector<float> weights(static_cast<size_t>(key_capacity));
+
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t key_len = std::clamp<int64_t>(lengths[b], 0, key_capacity);
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t t = 0; t < query_len; ++t) {
+        const float* q_row = q + (b * query_len + t) * width + h * head_dim;
+        float* out_row = result + (b * query_len + t) * width + h * head_dim;
+        float max_score = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < key_len; ++j) {
+          const float* k_row = k + (b * key_capacity + j) * width + h * head_dim;
+          float dot = 0.0f;
+          for (int64_t c = 0; c < head_dim; ++c) dot += q_row[c] * k_row[c];
+          weights[j] = dot * options.scale;
+          max_score = std::max(max_score, weights[j]);
+        }
+        double total = 0.0;
+        for (int64_t j = 0; j < key_len; ++j) {
+          weights[j] = std::exp(weights[j] - max_score);
+          total += weights[j];
+        }
+        for (int64_t c = 0; c < head_dim; ++c) out_row[c] = 0.0f;
+        for (int64_t j = 0; j < key_len; ++j) {
+          const float weight = static_cast<float>(weights[j] / total);
+          const float* v_row = v + (b * key_capacity + j) * width + h * head_dim;
+          for (int64_t c = 0; c < head_dim; ++c) out_row[c] += weight * v_row[c];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace seqtrans::cpu

@@ -1,0 +1,27 @@
+// CPU implementations of the ops, fp32: the reference every other backend is tested against.
+// Shapes are checked by the front ends in lib/ops; these assume valid, contiguous inputs.
+#pragma once
+
+#include "ops/ops.h"
+
+namespace seqtrans::cpu {
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options);
+void add_bias(Tensor& x, const Tensor& bias);
+void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
+void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                                  const ops::LayerNormWeights& norm, Tensor& out);
+void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out);
+void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts);
+void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
+           Tensor& out);
+void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+               const ops::AttentionOptions& options, Tensor& out);
+void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions);
+void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
+
+// Sinusoidal position encoding value, Marian layout (sin over the first half of channels, cos over the
+// second), computed in double like Hugging Face's table and rounded to float.
+float sinusoidal_position(int64_t position, int64_t channel, int64_t width);
+
+}  // namespace seqtrans::cpu

@@ -1,0 +1,42 @@
+#include <cmath>
+
+#include "cpu/cpu_ops.h"
+
+namespace seqtrans::cpu {
+
+float sinusoidal_position(int64_t position, int64_t channel, int64_t width) {
+  // Hugging Face Marian: channel j < ceil(width/2) is sin(pos / 10000^(2j/width)); channel half + j is
+  // cos(pos / 10000^(2j/width)). Computed in double, then rounded, like its numpy-built table.
+  const int64_t half = (width + 1) / 2;
+  const bool is_sin = channel < half;
+  const int64_t pair = is_sin ? channel : channel - half;
+  const double angle = static_cast<double>(position) / std::pow(10000.0, 2.0 * pair / static_cast<double>(width));
+  return static_cast<float>(is_sin ? std::sin(angle) : std::cos(angle));
+}
+
+void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
+           Tensor& out) {
+  const int64_t count = ids.dim(0), width = table.dim(1), vocab = table.dim(0);
+  const int32_t* token = ids.data<int32_t>();
+  const int32_t* position = positions.data<int32_t>();
+  const float* rows = table.data<float>();
+  float* result = out.data<float>();
+  for (int64_t i = 0; i < count; ++i) {
+    SEQTRANS_CHECK(token[i] >= 0 && token[i] < vocab, "embed: token id {} outside the vocabulary of {}", token[i],
+                   vocab);
+    const float* row = rows + static_cast<int64_t>(token[i]) * width;
+    float* out_row = result + i * width;
+    for (int64_t c = 0; c < width; ++c) out_row[c] = row[c] * options.scale;
+    if (options.positions == PositionEncoding::Learned) {
+      const Tensor& position_table = *options.position_table;
+      SEQTRANS_CHECK(position[i] >= 0 && position[i] < position_table.dim(0),
+                     "embed: position {} past the model's {} positions", position[i], position_table.dim(0));
+      const float* position_row = position_table.data<float>() + static_cast<int64_t>(position[i]) * width;
+      for (int64_t c = 0; c < width; ++c) out_row[c] += position_row[c];
+    } else {
+      for (int64_t c = 0; c < width; ++c) out_row[c] += sinusoidal_position(position[i], c, width);
+    }
+  }
+}
+
+}  // namespace seqtrans::cpu

@@ -1,0 +1,19 @@
+#include <cstring>
+
+#include "cpu/cpu_ops.h"
+
+namespace seqtrans::cpu {
+
+void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) {
+  const int64_t rows = x.dim(0);
+  const size_t row_bytes = rows == 0 ? 0 : x.bytes() / static_cast<size_t>(rows);
+  const int32_t* index = indices.data<int32_t>();
+  const char* in = static_cast<const char*>(x.raw());
+  char* result = static_cast<char*>(out.raw());
+  for (int64_t i = 0; i < indices.dim(0); ++i) {
+    SEQTRANS_CHECK(index[i] >= 0 && index[i] < rows, "gather_rows: index {} outside {} rows", index[i], rows);
+    std::memcpy(result + i * row_bytes, in + static_cast<size_t>(index[i]) * row_bytes, row_bytes);
+  }
+}
+
+}  // namespace seqtrans::cpu

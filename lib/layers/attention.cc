@@ -1,0 +1,83 @@
+#include "layers/attention.h"
+
+#include <cmath>
+
+namespace seqtrans {
+namespace {
+
+ops::AttentionOptions attention_options(const AttentionShape& shape) {
+  const float head_dim = static_cast<float>(shape.d_model / shape.num_heads);
+  return {shape.num_heads, 1.0f / std::sqrt(head_dim)};
+}
+
+}  // namespace
+
+SelfAttention::SelfAttention(const WeightLoader& weights, const std::string& scope, const AttentionShape& shape)
+    : shape_(shape),
+      qkv_(weights, scope + "/qkv", shape.d_model, 3 * shape.d_model),
+      output_(weights, scope + "/output", shape.d_model, shape.d_model),
+      norm_(weights, scope + "/norm", shape.d_model, shape.epsilon) {}
+
+Tensor SelfAttention::attend(const Tensor& context, const Tensor& residual) const {
+  const Tensor projected = output_.project(context);
+  return ops::add_bias_residual_layer_norm(projected, output_.bias(), residual, norm_.weights());
+}
+
+Tensor SelfAttention::forward(const Tensor& x, int64_t batch, const Tensor& lengths) const {
+  const int64_t tokens = x.dim(0), time = tokens / batch, d = shape_.d_model;
+  const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(x), qkv_.bias(), 3);  // 3 x [b*t, d]
+  const Tensor context = ops::attention(qkv[0].reshape({batch, time, d}), qkv[1].reshape({batch, time, d}),
+                                        qkv[2].reshape({batch, time, d}), lengths, attention_options(shape_));
+  return attend(context.reshape({tokens, d}), x);
+}
+
+Tensor SelfAttention::step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const Tensor& positions,
+                           const Tensor& key_lengths) const {
+  const int64_t slots = x.dim(0), d = shape_.d_model;
+  const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(x), qkv_.bias(), 3);  // 3 x [s, d]
+  ops::kv_cache_write(key_cache, qkv[1], positions);
+  ops::kv_cache_write(value_cache, qkv[2], positions);
+  const Tensor context =
+      ops::attention(qkv[0].reshape({slots, 1, d}), key_cache, value_cache, key_lengths, attention_options(shape_));
+  return attend(context.reshape({slots, d}), x);
+}
+
+CrossAttention::CrossAttention(const WeightLoader& weights, const std::string& scope, const AttentionShape& shape)
+    : shape_(shape),
+      query_(weights, scope + "/query", shape.d_model, shape.d_model),
+      kv_(weights, scope + "/kv", shape.d_model, 2 * shape.d_model),
+      output_(weights, scope + "/output", shape.d_model, shape.d_model),
+      norm_(weights, scope + "/norm", shape.d_model, shape.epsilon) {}
+
+void CrossAttention::project_memory(const Tensor& encoder_output, int64_t batch, Tensor& keys, Tensor& values) const {
+  const int64_t time = encoder_output.dim(0) / batch, d = shape_.d_model;
+  std::vector<Tensor> kv = ops::add_bias_split(kv_.project(encoder_output), kv_.bias(), 2);
+  keys = kv[0].reshape({batch, time, d});
+  values = kv[1].reshape({batch, time, d});
+}
+
+Tensor CrossAttention::step(const Tensor& x, const Tensor& keys, const Tensor& values,
+                            const Tensor& source_lengths) const {
+  const int64_t slots = x.dim(0), d = shape_.d_model;
+  const Tensor query = query_.forward(x);
+  const Tensor context =
+      ops::attention(query.reshape({slots, 1, d}), keys, values, source_lengths, attention_options(shape_));
+  const Tensor projected = output_.project(context.reshape({slots, d}));
+  return ops::add_bias_residual_layer_norm(projected, output_.bias(), x, norm_.weights());
+}
+
+FeedForward::FeedForward(const WeightLoader& weights, const std::string& scope, int64_t d_model, int64_t ffn_dim,
+                         Activation activation, float epsilon)
+    : inner_(weights, scope + "/inner", d_model, ffn_dim),
+      outer_(weights, scope + "/outer", ffn_dim, d_model),
+      norm_(weights, scope + "/norm", d_model, epsilon),
+      activation_(activation) {}
+
+Tensor FeedForward::forward(const Tensor& x) const {
+  Tensor hidden = inner_.project(x);
+  ops::bias_activation(hidden, inner_.bias(), activation_);
+  const Tensor projected = outer_.project(hidden);
+  return ops::add_bias_residual_layer_norm(projected, outer_.bias(), x, norm_.weights());
+}
+
+}  // namespace seqtrans

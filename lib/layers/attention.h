@@ -1,0 +1,73 @@
+// Multi-head attention sublayers of a post-norm Transformer (Marian / original Transformer).
+#pragma once
+
+#include <string>
+
+#include "layers/dense.h"
+
+namespace seqtrans {
+
+struct AttentionShape {
+  int64_t d_model = 0;
+  int num_heads = 0;
+  float epsilon = 1e-5f;
+};
+
+// Self-attention with fused QKV projection, residual and layer norm.
+class SelfAttention {
+ public:
+  SelfAttention() = default;
+  SelfAttention(const WeightLoader& weights, const std::string& scope, const AttentionShape& shape);
+
+  // Whole-sequence form (encoder). x: [b, t, d] as [b*t, d]; lengths: [b] -> [b*t, d].
+  Tensor forward(const Tensor& x, int64_t batch, const Tensor& lengths) const;
+  // One decoding step against a per-slot cache. x: [s, d]; caches: [s, capacity, d]; positions: [s]
+  // (where this step's key/value go); key_lengths = positions + 1.
+  Tensor step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const Tensor& positions,
+              const Tensor& key_lengths) const;
+
+ private:
+  Tensor attend(const Tensor& context, const Tensor& residual) const;
+
+  AttentionShape shape_;
+  Dense qkv_;
+  Dense output_;
+  LayerNorm norm_;
+};
+
+// Decoder attention over the encoder output; keys and values are projected once per sentence.
+class CrossAttention {
+ public:
+  CrossAttention() = default;
+  CrossAttention(const WeightLoader& weights, const std::string& scope, const AttentionShape& shape);
+
+  // encoder_output: [b*t, d] -> keys, values [b, t, d].
+  void project_memory(const Tensor& encoder_output, int64_t batch, Tensor& keys, Tensor& values) const;
+  // x: [s, d]; keys, values: [s, t, d]; source_lengths: [s] -> [s, d].
+  Tensor step(const Tensor& x, const Tensor& keys, const Tensor& values, const Tensor& source_lengths) const;
+
+ private:
+  AttentionShape shape_;
+  Dense query_;
+  Dense kv_;
+  Dense output_;
+  LayerNorm norm_;
+};
+
+// Position-wise feed-forward block: norm(x + W2 act(W1 x + b1) + b2).
+class FeedForward {
+ public:
+  FeedForward() = default;
+  FeedForward(const WeightLoader& weights, const std::string& scope, int64_t d_model, int64_t ffn_dim,
+              Activation activation, float epsilon);
+
+  Tensor forward(const Tensor& x) const;  // [m, d] -> [m, d]
+
+ private:
+  Dense inner_;
+  Dense outer_;
+  LayerNorm norm_;
+  Activation activation_ = Activation::Relu;
+};
+
+}  // namespace seqtrans

@@ -1,0 +1,18 @@
+#include "layers/dense.h"
+
+namespace seqtrans {
+
+Dense::Dense(const WeightLoader& weights, const std::string& scope, int64_t in_features, int64_t out_features)
+    : weight_(weights.get(scope + "/weight", {out_features, in_features})),
+      bias_(weights.get(scope + "/bias", {out_features})) {}
+
+Tensor Dense::forward(const Tensor& x) const {
+  Tensor y = ops::matmul(x, weight_);
+  ops::add_bias(y, bias_);
+  return y;
+}
+
+LayerNorm::LayerNorm(const WeightLoader& weights, const std::string& scope, int64_t width, float epsilon)
+    : gamma_(weights.get(scope + "/gamma", {width})), beta_(weights.get(scope + "/beta", {width})), epsilon_(epsilon) {}
+
+}  // namespace seqtrans

@@ -1,0 +1,35 @@
+#include "layers/transformer.h"
+
+namespace seqtrans {
+
+EncoderLayer::EncoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
+    : self_attention_(weights, scope + "/self_attention",
+                      {config.d_model, config.encoder.num_heads, config.layer_norm_epsilon}),
+      ffn_(weights, scope + "/ffn", config.d_model, config.encoder.ffn_dim, config.activation,
+           config.layer_norm_epsilon) {}
+
+Tensor EncoderLayer::forward(const Tensor& x, int64_t batch, const Tensor& lengths) const {
+  return ffn_.forward(self_attention_.forward(x, batch, lengths));
+}
+
+DecoderLayer::DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
+    : self_attention_(weights, scope + "/self_attention",
+                      {config.d_model, config.decoder.num_heads, config.layer_norm_epsilon}),
+      cross_attention_(weights, scope + "/cross_attention",
+                       {config.d_model, config.decoder.num_heads, config.layer_norm_epsilon}),
+      ffn_(weights, scope + "/ffn", config.d_model, config.decoder.ffn_dim, config.activation,
+           config.layer_norm_epsilon) {}
+
+void DecoderLayer::project_memory(const Tensor& encoder_output, int64_t batch, DecoderLayerCache& cache) const {
+  cross_attention_.project_memory(encoder_output, batch, cache.cross_keys, cache.cross_values);
+}
+
+Tensor DecoderLayer::step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const {
+  const Tensor after_self =
+      self_attention_.step(x, cache.self_keys, cache.self_values, inputs.positions, inputs.key_lengths);
+  const Tensor after_cross =
+      cross_attention_.step(after_self, cache.cross_keys, cache.cross_values, inputs.source_lengths);
+  return ffn_.forward(after_cross);
+}
+
+}  // namespace seqtrans

@@ -1,0 +1,49 @@
+// The architecture of an encoder-decoder Transformer, as read from a model file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace seqtrans {
+
+struct StackConfig {
+  int num_layers = 0;
+  int num_heads = 0;
+  int ffn_dim = 0;
+  bool pre_norm = false;
+  bool final_layer_norm = false;
+  bool embedding_layer_norm = false;
+};
+
+struct ModelConfig {
+  int d_model = 0;
+  StackConfig encoder;
+  StackConfig decoder;
+  Activation activation = Activation::Swish;
+  float layer_norm_epsilon = 1e-5f;
+  PositionEncoding position_encoding = PositionEncoding::SinusoidalSplit;
+  int max_positions = 0;
+  float embedding_scale = 1.0f;
+  bool shared_embeddings = true;
+  bool tied_output = true;
+  int source_vocab_size = 0;
+  int target_vocab_size = 0;
+  int32_t pad_id = 0;
+  int32_t eos_id = 0;
+  int32_t unk_id = 0;
+  int32_t decoder_start_id = 0;
+  bool output_bias = false;
+  std::vector<int32_t> suppressed_ids;
+};
+
+struct TokenizerConfig {
+  std::string source_spm;  // serialized SentencePiece model
+  std::string target_spm;
+  std::vector<std::string> source_vocab;  // empty: SentencePiece ids are the model ids
+  std::vector<std::string> target_vocab;
+};
+
+}  // namespace seqtrans

@@ -1,0 +1,238 @@
+#include "models/model_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "model.pb.h"
+
+namespace seqtrans {
+
+// Read-only memory map of a whole file; unmapped when the last ModelFile copy goes away.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) throw Error(fmt::format("model file '{}': cannot open: {}", path, std::strerror(errno)));
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+      ::close(fd);
+      throw Error(fmt::format("model file '{}': not a regular file", path));
+    }
+    size_ = static_cast<size_t>(info.st_size);
+    if (size_ > 0) {
+      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (data_ == MAP_FAILED) {
+        ::close(fd);
+        throw Error(fmt::format("model file '{}': cannot map: {}", path, std::strerror(errno)));
+      }
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_ != nullptr && data_ != MAP_FAILED) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const char* data() const { return static_cast<const char*>(data_); }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+namespace {
+
+// Bounds that no real model reaches; they turn corrupt numbers into errors instead of huge allocations.
+constexpr uint64_t kMaxWidth = 1 << 16;
+constexpr uint64_t kMaxLayers = 1024;
+constexpr uint64_t kMaxVocab = 1 << 24;
+constexpr uint64_t kMaxPositions = 1 << 20;
+
+class FileChecker {
+ public:
+  explicit FileChecker(const std::string& path) : path_(path) {}
+
+  template <typename... Args>
+  void require(bool condition, fmt::format_string<Args...> format, Args&&... args) const {
+    if (!condition)
+      throw Error(fmt::format("model file '{}': {}", path_, fmt::format(format, std::forward<Args>(args)...)));
+  }
+
+ private:
+  const std::string& path_;
+};
+
+StackConfig read_stack(const proto::StackConfig& stack, const char* name, const FileChecker& check) {
+  check.require(stack.num_layers() >= 1 && stack.num_layers() <= kMaxLayers, "config.{}.num_layers = {} is invalid",
+                name, stack.num_layers());
+  check.require(stack.num_heads() >= 1 && stack.num_heads() <= 1024, "config.{}.num_heads = {} is invalid", name,
+                stack.num_heads());
+  check.require(stack.ffn_dim() >= 1 && stack.ffn_dim() <= kMaxWidth * 8, "config.{}.ffn_dim = {} is invalid", name,
+                stack.ffn_dim());
+  StackConfig out;
+  out.num_layers = static_cast<int>(stack.num_layers());
+  out.num_heads = static_cast<int>(stack.num_heads());
+  out.ffn_dim = static_cast<int>(stack.ffn_dim());
+  out.pre_norm = stack.pre_norm();
+  out.final_layer_norm = stack.final_layer_norm();
+  out.embedding_layer_norm = stack.embedding_layer_norm();
+  return out;
+}
+
+ModelConfig read_config(const proto::ModelConfig& config, const FileChecker& check) {
+  ModelConfig out;
+  check.require(config.d_model() >= 1 && config.d_model() <= kMaxWidth, "config.d_model = {} is invalid",
+                config.d_model());
+  out.d_model = static_cast<int>(config.d_model());
+  out.encoder = read_stack(config.encoder(), "encoder", check);
+  out.decoder = read_stack(config.decoder(), "decoder", check);
+  check.require(out.d_model % out.encoder.num_heads == 0, "config.d_model = {} is not divisible by encoder.num_heads = {}",
+                out.d_model, out.encoder.num_heads);
+  check.require(out.d_model % out.decoder.num_heads == 0, "config.d_model = {} is not divisible by decoder.num_heads = {}",
+                out.d_model, out.decoder.num_heads);
+  switch (config.activation()) {
+    case proto::RELU: out.activation = Activation::Relu; break;
+    case proto::GELU: out.activation = Activation::Gelu; break;
+    case proto::GELU_TANH: out.activation = Activation::GeluTanh; break;
+    case proto::SWISH: out.activation = Activation::Swish; break;
+    default: check.require(false, "config.activation = {} is not supported", static_cast<int>(config.activation()));
+  }
+  check.require(config.layer_norm_epsilon() > 0.0f && config.layer_norm_epsilon() < 1.0f,
+                "config.layer_norm_epsilon = {} is invalid", config.layer_norm_epsilon());
+  out.layer_norm_epsilon = config.layer_norm_epsilon();
+  switch (config.position_encoding()) {
+    case proto::SINUSOIDAL_SPLIT: out.position_encoding = PositionEncoding::SinusoidalSplit; break;
+    case proto::LEARNED: out.position_encoding = PositionEncoding::Learned; break;
+    default:
+      check.require(false, "config.position_encoding = {} is not supported",
+                    static_cast<int>(config.position_encoding()));
+  }
+  check.require(config.max_positions() >= 2 && config.max_positions() <= kMaxPositions,
+                "config.max_positions = {} is invalid", config.max_positions());
+  out.max_positions = static_cast<int>(config.max_positions());
+  check.require(config.embedding_scale() > 0.0f, "config.embedding_scale = {} is invalid", config.embedding_scale());
+  out.embedding_scale = config.embedding_scale();
+  out.shared_embeddings = config.shared_embeddings();
+  out.tied_output = config.tied_output();
+  check.require(config.source_vocab_size() >= 2 && config.source_vocab_size() <= kMaxVocab,
+                "config.source_vocab_size = {} is invalid", config.source_vocab_size());
+  check.require(config.target_vocab_size() >= 2 && config.target_vocab_size() <= kMaxVocab,
+                "config.target_vocab_size = {} is invalid", config.target_vocab_size());
+  out.source_vocab_size = static_cast<int>(config.source_vocab_size());
+  out.target_vocab_size = static_cast<int>(config.target_vocab_size());
+  check.require(!out.shared_embeddings || out.source_vocab_size == out.target_vocab_size,
+                "config.shared_embeddings needs equal vocab sizes, got {} and {}", out.source_vocab_size,
+                out.target_vocab_size);
+  const auto check_id = [&](uint32_t id, const char* field) {
+    check.require(id < config.target_vocab_size(), "config.{} = {} is outside the target vocabulary of {}", field, id,
+                  config.target_vocab_size());
+    return static_cast<int32_t>(id);
+  };
+  out.pad_id = check_id(config.pad_id(), "pad_id");
+  out.eos_id = check_id(config.eos_id(), "eos_id");
+  out.unk_id = check_id(config.unk_id(), "unk_id");
+  out.decoder_start_id = check_id(config.decoder_start_id(), "decoder_start_id");
+  check.require(config.eos_id() < config.source_vocab_size() && config.unk_id() < config.source_vocab_size(),
+                "config.eos_id/unk_id are outside the source vocabulary of {}", config.source_vocab_size());
+  out.output_bias = config.output_bias();
+  for (uint32_t id : config.suppressed_ids()) out.suppressed_ids.push_back(check_id(id, "suppressed_ids"));
+  return out;
+}
+
+TokenizerConfig read_tokenizer(const proto::TokenizerConfig& tokenizer, const ModelConfig& config,
+                               const FileChecker& check) {
+  check.require(!tokenizer.source_spm().empty(), "tokenizer.source_spm is empty");
+  check.require(!tokenizer.target_spm().empty(), "tokenizer.target_spm is empty");
+  check.require(tokenizer.source_vocab_size() == 0 || tokenizer.source_vocab_size() == config.source_vocab_size,
+                "tokenizer.source_vocab has {} pieces but config.source_vocab_size is {}",
+                tokenizer.source_vocab_size(), config.source_vocab_size);
+  check.require(tokenizer.target_vocab_size() == 0 || tokenizer.target_vocab_size() == config.target_vocab_size,
+                "tokenizer.target_vocab has {} pieces but config.target_vocab_size is {}",
+                tokenizer.target_vocab_size(), config.target_vocab_size);
+  TokenizerConfig out;
+  out.source_spm = tokenizer.source_spm();
+  out.target_spm = tokenizer.target_spm();
+  out.source_vocab.assign(tokenizer.source_vocab().begin(), tokenizer.source_vocab().end());
+  out.target_vocab.assign(tokenizer.target_vocab().begin(), tokenizer.target_vocab().end());
+  return out;
+}
+
+}  // namespace
+
+ModelFile ModelFile::open(const std::string& path) {
+  ModelFile model;
+  model.path_ = path;
+  model.mapping_ = std::make_shared<MappedFile>(path);
+  const FileChecker check(path);
+  const char* bytes = model.mapping_->data();
+  const uint64_t file_size = model.mapping_->size();
+
+  check.require(file_size >= 16, "file is {} bytes, too short to be a seqtrans model", file_size);
+  check.require(std::memcmp(bytes, kModelMagic, sizeof(kModelMagic)) == 0,
+                "not a seqtrans model (wrong magic; convert checkpoints with scripts/convert_marian.py)");
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes + 8, sizeof(header_size));  // little-endian hosts only
+  check.require(header_size <= file_size - 16, "header size {} exceeds the file size {} (truncated file?)",
+                header_size, file_size);
+  check.require(header_size < (uint64_t{1} << 31), "header size {} is beyond protobuf's limit", header_size);
+
+  proto::ModelHeader header;
+  check.require(header.ParseFromArray(bytes + 16, static_cast<int>(header_size)), "header is corrupt (protobuf parse failed)");
+  check.require(header.format_version() == kModelFormatVersion, "format_version {} is not supported (this build reads {})",
+                header.format_version(), kModelFormatVersion);
+  check.require(header.has_config(), "config is missing");
+  model.config_ = read_config(header.config(), check);
+  model.tokenizer_ = read_tokenizer(header.tokenizer(), model.config_, check);
+  model.description_ = header.description();
+
+  const uint64_t data_start = (16 + header_size + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  check.require(data_start <= file_size, "tensor data region starts past the end of the file (truncated file?)");
+  const uint64_t data_size = file_size - data_start;
+  for (const proto::TensorEntry& entry : header.tensors()) {
+    const std::string& name = entry.name();
+    check.require(!name.empty(), "a tensor entry has no name");
+    check.require(model.tensors_.count(name) == 0, "tensor '{}' appears twice", name);
+    DataType dtype;
+    switch (entry.dtype()) {
+      case proto::FP32: dtype = DataType::F32; break;
+      case proto::FP16: dtype = DataType::F16; break;
+      default: check.require(false, "tensor '{}' has unsupported dtype {}", name, static_cast<int>(entry.dtype()));
+    }
+    Shape shape;
+    uint64_t elements = 1;
+    for (uint64_t extent : entry.shape()) {
+      check.require(extent <= kMaxVocab * kMaxWidth && (extent == 0 || elements <= (uint64_t{1} << 40) / extent),
+                    "tensor '{}' has an absurd shape", name);
+      elements *= extent;
+      shape.push_back(static_cast<int64_t>(extent));
+    }
+    check.require(entry.size() == elements * dtype_size(dtype), "tensor '{}' size {} does not match shape {} of {}",
+                  name, entry.size(), shape_string(shape), dtype_name(dtype));
+    check.require(entry.offset() % kTensorAlignment == 0, "tensor '{}' offset {} is not {}-byte aligned", name,
+                  entry.offset(), kTensorAlignment);
+    check.require(entry.offset() <= data_size && entry.size() <= data_size - entry.offset(),
+                  "tensor '{}' extends past the end of the file (truncated file?)", name);
+    void* data = const_cast<char*>(bytes + data_start + entry.offset());
+    model.tensors_.emplace(name, Tensor::borrow(data, shape, dtype, Device::CPU));
+  }
+  return model;
+}
+
+const Tensor& ModelFile::tensor(const std::string& name, const Shape& expected) const {
+  const auto found = tensors_.find(name);
+  if (found == tensors_.end()) throw Error(fmt::format("model file '{}': tensor '{}' is missing", path_, name));
+  if (found->second.shape() != expected)
+    throw Error(fmt::format("model file '{}': tensor '{}' has shape {}, expected {}", path_, name,
+                            shape_string(found->second.shape()), shape_string(expected)));
+  return found->second;
+}
+
+}  // namespace seqtrans

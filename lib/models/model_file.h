@@ -1,0 +1,46 @@
+// Reads and validates a seqtrans model file (layout in proto/model.proto) before anything uses it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+#include "models/model_config.h"
+
+namespace seqtrans {
+
+class MappedFile;
+
+// A validated model file: config, tokenizer and host views of every tensor (fp32 or fp16, as stored).
+// Tensor views point into the memory-mapped file, which lives as long as this object.
+class ModelFile {
+ public:
+  // Throws seqtrans::Error with one line naming the file and the bad field or tensor.
+  static ModelFile open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const ModelConfig& config() const { return config_; }
+  const TokenizerConfig& tokenizer() const { return tokenizer_; }
+  const std::string& description() const { return description_; }
+
+  bool has_tensor(const std::string& name) const { return tensors_.count(name) != 0; }
+  // The tensor `name` with exactly `expected` shape, or a one-line error naming both.
+  const Tensor& tensor(const std::string& name, const Shape& expected) const;
+  const std::map<std::string, Tensor>& tensors() const { return tensors_; }
+
+ private:
+  std::string path_;
+  std::shared_ptr<MappedFile> mapping_;
+  ModelConfig config_;
+  TokenizerConfig tokenizer_;
+  std::string description_;
+  std::map<std::string, Tensor> tensors_;
+};
+
+// Format constants shared with scripts/convert_marian.py.
+inline constexpr char kModelMagic[8] = {'S', 'E', 'Q', 'T', 'R', 'N', 'S', '\0'};
+inline constexpr uint32_t kModelFormatVersion = 1;
+inline constexpr uint64_t kTensorAlignment = 64;
+
+}  // namespace seqtrans

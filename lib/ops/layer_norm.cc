@@ -1,0 +1,44 @@
+#include "ops/dispatch.h"
+
+namespace seqtrans::ops {
+namespace {
+
+void check_norm(const char* op, const Tensor& x, const LayerNormWeights& norm) {
+  check_rank(op, "x", x, 2);
+  check_float(op, "x", x);
+  check_rank(op, "gamma", norm.gamma, 1);
+  check_rank(op, "beta", norm.beta, 1);
+  check_extent(op, "gamma", norm.gamma, 0, x.dim(1));
+  check_extent(op, "beta", norm.beta, 0, x.dim(1));
+  check_same_device(op, x, norm.gamma);
+}
+
+}  // namespace
+
+Tensor add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                                    const LayerNormWeights& norm) {
+  const char* op = "add_bias_residual_layer_norm";
+  check_norm(op, x, norm);
+  check_rank(op, "bias", bias, 1);
+  check_extent(op, "bias", bias, 0, x.dim(1));
+  SEQTRANS_CHECK(residual.shape() == x.shape(), "{}: residual shape {} differs from x shape {}", op,
+                 shape_string(residual.shape()), shape_string(x.shape()));
+  Tensor out(x.shape(), x.dtype(), x.device());
+  switch (x.device()) {
+    case Device::CPU: cpu::add_bias_residual_layer_norm(x, bias, residual, norm, out); break;
+    case Device::CUDA: SEQTRANS_ON_CUDA(add_bias_residual_layer_norm, x, bias, residual, norm, out); break;
+  }
+  return out;
+}
+
+Tensor layer_norm(const Tensor& x, const LayerNormWeights& norm) {
+  check_norm("layer_norm", x, norm);
+  Tensor out(x.shape(), x.dtype(), x.device());
+  switch (x.device()) {
+    case Device::CPU: cpu::layer_norm(x, norm, out); break;
+    case Device::CUDA: SEQTRANS_ON_CUDA(layer_norm, x, norm, out); break;
+  }
+  return out;
+}
+
+}  // namespace seqtrans::ops

@@ -1,0 +1,22 @@
+#include "ops/dispatch.h"
+
+namespace seqtrans::ops {
+
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
+  check_rank("matmul", "a", a, 2);
+  check_rank("matmul", "b", b, 2);
+  check_float("matmul", "a", a);
+  check_same_device("matmul", a, b);
+  SEQTRANS_CHECK(a.dtype() == b.dtype(), "matmul: a is {} but b is {}", dtype_name(a.dtype()), dtype_name(b.dtype()));
+  const int64_t k = a.dim(1);
+  const int64_t n = options.transpose_b ? b.dim(0) : b.dim(1);
+  check_extent("matmul", "b", b, options.transpose_b ? 1 : 0, k);
+  Tensor c({a.dim(0), n}, a.dtype(), a.device());
+  switch (a.device()) {
+    case Device::CPU: cpu::matmul(a, b, c, options); break;
+    case Device::CUDA: SEQTRANS_ON_CUDA(matmul, a, b, c, options); break;
+  }
+  return c;
+}
+
+}  // namespace seqtrans::ops

@@ -1,0 +1,202 @@
+// Each CPU op against a naive formula, in double, on fresh random inputs.
+#include <cmath>
+
+#include "catch.h"
+#include "cpu/cpu_ops.h"
+#include "ops/ops.h"
+#include "support/random_tensor.h"
+
+using namespace seqtrans;
+using seqtrans::testing::max_relative_error;
+using seqtrans::testing::random_floats;
+using seqtrans::testing::random_ints;
+
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+std::vector<float> naive_layer_norm(std::vector<double> row, const std::vector<float>& gamma,
+                                    const std::vector<float>& beta, double epsilon) {
+  double mean = 0, variance = 0;
+  for (double v : row) mean += v;
+  mean /= row.size();
+  for (double v : row) variance += (v - mean) * (v - mean);
+  variance /= row.size();
+  std::vector<float> out;
+  for (size_t i = 0; i < row.size(); ++i)
+    out.push_back(static_cast<float>((row[i] - mean) / std::sqrt(variance + epsilon) * gamma[i] + beta[i]));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches the triple loop, with and without transposed b", "[ops]") {
+  const int64_t m = 7, k = 33, n = 19;
+  for (bool transpose_b : {true, false}) {
+    const Tensor a = random_floats({m, k});
+    const Tensor b = transpose_b ? random_floats({n, k}) : random_floats({k, n});
+    const Tensor c = ops::matmul(a, b, {transpose_b, 0.5f});
+    REQUIRE(c.shape() == Shape{m, n});
+    const auto av = a.to_float_vector(), bv = b.to_float_vector();
+    std::vector<float> expected;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) sum += double(av[i * k + p]) * (transpose_b ? bv[j * k + p] : bv[p * n + j]);
+        expected.push_back(static_cast<float>(0.5 * sum));
+      }
+    CHECK(max_relative_error(c.to_float_vector(), expected) < kTolerance);
+  }
+}
+
+TEST_CASE("matmul rejects mismatched inner dimensions", "[ops]") {
+  CHECK_THROWS_AS(ops::matmul(random_floats({2, 3}), random_floats({4, 5})), Error);
+}
+
+TEST_CASE("add_bias and bias_activation match their formulas", "[ops]") {
+  const Tensor x = random_floats({5, 12}, -4.0f, 4.0f);
+  const Tensor bias = random_floats({12});
+  const auto xv = x.to_float_vector(), bv = bias.to_float_vector();
+  const auto reference = [](double v, Activation activation) {
+    switch (activation) {
+      case Activation::Relu: return std::max(v, 0.0);
+      case Activation::Gelu: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+      case Activation::GeluTanh: return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      case Activation::Swish: return v / (1 + std::exp(-v));
+    }
+    return v;
+  };
+  for (Activation activation : {Activation::Relu, Activation::Gelu, Activation::GeluTanh, Activation::Swish}) {
+    Tensor y = x.to(Device::CPU);
+    ops::bias_activation(y, bias, activation);
+    std::vector<float> expected;
+    for (size_t i = 0; i < xv.size(); ++i) expected.push_back(static_cast<float>(reference(xv[i] + bv[i % 12], activation)));
+    CHECK(max_relative_error(y.to_float_vector(), expected) < kTolerance);
+  }
+  Tensor y = x.to(Device::CPU);
+  ops::add_bias(y, bias);
+  std::vector<float> expected;
+  for (size_t i = 0; i < xv.size(); ++i) expected.push_back(xv[i] + bv[i % 12]);
+  CHECK(max_relative_error(y.to_float_vector(), expected) < kTolerance);
+}
+
+TEST_CASE("layer norms match the formula", "[ops]") {
+  const int64_t rows = 6, width = 40;
+  const Tensor x = random_floats({rows, width}, -3.0f, 3.0f), residual = random_floats({rows, width});
+  const Tensor bias = random_floats({width}), gamma = random_floats({width}, 0.5f, 1.5f), beta = random_floats({width});
+  const float epsilon = 1e-5f;
+  const Tensor fused = ops::add_bias_residual_layer_norm(x, bias, residual, {gamma, beta, epsilon});
+  const Tensor plain = ops::layer_norm(x, {gamma, beta, epsilon});
+  const auto xv = x.to_float_vector(), rv = residual.to_float_vector(), bv = bias.to_float_vector();
+  const auto gv = gamma.to_float_vector(), betav = beta.to_float_vector();
+  std::vector<float> expected_fused, expected_plain;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> summed, raw;
+    for (int64_t c = 0; c < width; ++c) {
+      summed.push_back(double(xv[r * width + c]) + bv[c] + rv[r * width + c]);
+      raw.push_back(xv[r * width + c]);
+    }
+    for (float v : naive_layer_norm(summed, gv, betav, epsilon)) expected_fused.push_back(v);
+    for (float v : naive_layer_norm(raw, gv, betav, epsilon)) expected_plain.push_back(v);
+  }
+  CHECK(max_relative_error(fused.to_float_vector(), expected_fused) < kTolerance);
+  CHECK(max_relative_error(plain.to_float_vector(), expected_plain) < kTolerance);
+}
+
+TEST_CASE("add_bias_split adds the bias and splits columns in order", "[ops]") {
+  const Tensor x = random_floats({4, 9}), bias = random_floats({9});
+  const std::vector<Tensor> parts = ops::add_bias_split(x, bias, 3);
+  REQUIRE(parts.size() == 3);
+  const auto xv = x.to_float_vector(), bv = bias.to_float_vector();
+  for (int p = 0; p < 3; ++p) {
+    std::vector<float> expected;
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 3; ++c) expected.push_back(xv[r * 9 + p * 3 + c] + bv[p * 3 + c]);
+    CHECK(max_relative_error(parts[p].to_float_vector(), expected) < kTolerance);
+  }
+}
+
+TEST_CASE("embed scales tokens and adds Marian's split sinusoids", "[ops]") {
+  const int64_t vocab = 11, width = 6;
+  const Tensor table = random_floats({vocab, width});
+  const Tensor ids = Tensor::from_ints({3}, {4, 0, 10});
+  const Tensor positions = Tensor::from_ints({3}, {0, 5, 2});
+  ops::EmbeddingOptions options;
+  options.scale = 2.5f;
+  const Tensor out = ops::embed(ids, positions, table, options);
+  const auto tv = table.to_float_vector(), ov = out.to_float_vector();
+  const int token[3] = {4, 0, 10}, position[3] = {0, 5, 2};
+  std::vector<float> expected;
+  for (int i = 0; i < 3; ++i)
+    for (int c = 0; c < width; ++c) {
+      // sin for channels 0..2 with frequency index c, cos for 3..5 with index c-3.
+      const int pair = c < 3 ? c : c - 3;
+      const double angle = position[i] / std::pow(10000.0, 2.0 * pair / width);
+      expected.push_back(static_cast<float>(2.5 * tv[token[i] * width + c] + (c < 3 ? std::sin(angle) : std::cos(angle))));
+    }
+  CHECK(max_relative_error(ov, expected) < kTolerance);
+  CHECK_THROWS_AS(ops::embed(Tensor::from_ints({1}, {11}), Tensor::from_ints({1}, {0}), table, options), Error);
+}
+
+TEST_CASE("attention matches per-head softmax(q k^T scale) v with key lengths", "[ops]") {
+  const int64_t batch = 3, query_len = 4, key_capacity = 6, heads = 2, width = 8, head_dim = 4;
+  const Tensor q = random_floats({batch, query_len, width}), k = random_floats({batch, key_capacity, width});
+  const Tensor v = random_floats({batch, key_capacity, width});
+  const std::vector<int32_t> lengths = {6, 1, 3};
+  const float scale = 0.5f;
+  const Tensor out = ops::attention(q, k, v, Tensor::from_ints({batch}, lengths), {static_cast<int>(heads), scale});
+  const auto qv = q.to_float_vector(), kv = k.to_float_vector(), vv = v.to_float_vector();
+  std::vector<float> expected(static_cast<size_t>(batch * query_len * width));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t t = 0; t < query_len; ++t) {
+        std::vector<double> scores;
+        for (int64_t j = 0; j < lengths[b]; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < head_dim; ++c)
+            dot += double(qv[(b * query_len + t) * width + h * head_dim + c]) * kv[(b * key_capacity + j) * width + h * head_dim + c];
+          scores.push_back(dot * scale);
+        }
+        double top = *std::max_element(scores.begin(), scores.end()), total = 0;
+        for (double& s : scores) total += (s = std::exp(s - top));
+        for (int64_t c = 0; c < head_dim; ++c) {
+          double sum = 0;
+          for (int64_t j = 0; j < lengths[b]; ++j) sum += scores[j] / total * vv[(b * key_capacity + j) * width + h * head_dim + c];
+          expected[(b * query_len + t) * width + h * head_dim + c] = static_cast<float>(sum);
+        }
+      }
+  CHECK(max_relative_error(out.to_float_vector(), expected) < kTolerance);
+}
+
+TEST_CASE("kv_cache_write and gather_rows move whole rows", "[ops]") {
+  Tensor cache = random_floats({2, 3, 4});
+  const Tensor values = random_floats({2, 4});
+  const auto before = cache.to_float_vector();
+  ops::kv_cache_write(cache, values, Tensor::from_ints({2}, {2, 0}));
+  const auto after = cache.to_float_vector(), vv = values.to_float_vector();
+  for (int c = 0; c < 4; ++c) {
+    CHECK(after[(0 * 3 + 2) * 4 + c] == vv[c]);
+    CHECK(after[(1 * 3 + 0) * 4 + c] == vv[4 + c]);
+    CHECK(after[(0 * 3 + 0) * 4 + c] == before[(0 * 3 + 0) * 4 + c]);
+  }
+  CHECK_THROWS_AS(ops::kv_cache_write(cache, values, Tensor::from_ints({2}, {3, 0})), Error);
+
+  const Tensor gathered = ops::gather_rows(cache, Tensor::from_ints({3}, {1, 1, 0}));
+  REQUIRE(gathered.shape() == Shape{3, 3, 4});
+  const auto gv = gathered.to_float_vector();
+  for (int i = 0; i < 12; ++i) {
+    CHECK(gv[i] == after[12 + i]);
+    CHECK(gv[12 + i] == after[12 + i]);
+    CHECK(gv[24 + i] == after[i]);
+  }
+  CHECK_THROWS_AS(ops::gather_rows(cache, Tensor::from_ints({1}, {2})), Error);
+}
+
+TEST_CASE("fp16 conversion round-trips representable values and rounds to nearest even", "[ops]") {
+  for (float value : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f, 0.333251953125f})
+    CHECK(half_to_float(float_to_half(value)) == value);
+  CHECK(half_to_float(float_to_half(1.0f + 1.0f / 2048)) == 1.0f);  // ties go to the even mantissa
+  CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) == 1.0f + 1.0f / 512);
+  CHECK(std::isinf(half_to_float(float_to_half(70000.0f))));
+  CHECK(std::isnan(half_to_float(float_to_half(std::nanf("")))));
+}

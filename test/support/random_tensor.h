@@ -1,0 +1,41 @@
+// Fresh random inputs for op tests (a new seed per call, so every run checks different values).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace seqtrans::testing {
+
+inline std::mt19937& test_rng() {
+  static std::mt19937 rng(std::random_device{}());
+  return rng;
+}
+
+inline Tensor random_floats(const Shape& shape, float low = -1.0f, float high = 1.0f) {
+  std::uniform_real_distribution<float> uniform(low, high);
+  std::vector<float> values(static_cast<size_t>(shape_elements(shape)));
+  for (float& value : values) value = uniform(test_rng());
+  return Tensor::from_floats(shape, values);
+}
+
+inline Tensor random_ints(const Shape& shape, int32_t low, int32_t high) {
+  std::uniform_int_distribution<int32_t> uniform(low, high);
+  std::vector<int32_t> values(static_cast<size_t>(shape_elements(shape)));
+  for (int32_t& value : values) value = uniform(test_rng());
+  return Tensor::from_ints(shape, values);
+}
+
+// Largest |a - b| / max(1, |b|) over all elements.
+inline double max_relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double scale = std::max(1.0, static_cast<double>(std::abs(b[i])));
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / scale);
+  }
+  return a.size() == b.size() ? worst : 1e30;
+}
+
+}  // namespace seqtrans::testing
