@@ -1,0 +1,160 @@
+// The model reader accepts a valid file and turns every kind of damage into one-line Errors.
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "catch.h"
+#include "models/encoder_decoder_model.h"
+#include "models/model_file.h"
+#include "support/model_builder.h"
+
+using namespace seqtrans;
+using namespace seqtrans::testing;
+
+namespace {
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Opens `path` expecting failure; returns the message and checks it is one line naming the file.
+std::string open_error(const std::string& path) {
+  try {
+    ModelFile::open(path);
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    CHECK(message.find(path) != std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+    return message;
+  }
+  FAIL("opening " << path << " did not fail");
+  return "";
+}
+
+std::string write_image(const ModelImage& image) {
+  const std::string path = temp_path("model.seqtrans");
+  write_model_file(path, image);
+  return path;
+}
+
+std::string tensor_scope(const ModelImage& image, const std::string& name) {
+  for (const auto& entry : image.header.tensors())
+    if (entry.name() == name) return entry.name();
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a valid model file opens and builds a model", "[model_file]") {
+  const ModelImage image = make_tiny_model({});
+  const std::string path = write_image(image);
+  const ModelFile file = ModelFile::open(path);
+  CHECK(file.config().d_model == 16);
+  CHECK(file.config().decoder.num_layers == 2);
+  CHECK(file.tensors().size() == static_cast<size_t>(image.header.tensors_size()));
+  CHECK_NOTHROW(EncoderDecoderModel(file, {}));
+}
+
+TEST_CASE("missing, empty and foreign files are refused", "[model_file]") {
+  CHECK(open_error("/nonexistent/model.seqtrans").find("cannot open") != std::string::npos);
+  const std::string empty = temp_path("empty");
+  write_bytes(empty, "");
+  CHECK(open_error(empty).find("too short") != std::string::npos);
+  const std::string foreign = temp_path("foreign");
+  write_bytes(foreign, std::string("PK\3\4 this is a zip file, not a model"));
+  CHECK(open_error(foreign).find("magic") != std::string::npos);
+}
+
+TEST_CASE("a file truncated anywhere is refused", "[model_file]") {
+  const std::string bytes = read_bytes(write_image(make_tiny_model({})));
+  const std::string path = temp_path("truncated");
+  // The last tensor (the 23-float output bias) ends 36 bytes before the end: cut inside it too.
+  for (size_t cut : {size_t{12}, size_t{40}, bytes.size() / 2, bytes.size() - 37}) {
+    write_bytes(path, bytes.substr(0, cut));
+    INFO("cut at " << cut);
+    open_error(path);
+  }
+}
+
+TEST_CASE("an absurd header size or corrupt header is refused", "[model_file]") {
+  std::string bytes = read_bytes(write_image(make_tiny_model({})));
+  const std::string path = temp_path("corrupt");
+  std::string huge = bytes;
+  const uint64_t absurd = ~uint64_t{0} - 7;
+  std::memcpy(&huge[8], &absurd, 8);
+  write_bytes(path, huge);
+  CHECK(open_error(path).find("header size") != std::string::npos);
+  std::string scrambled = bytes;
+  for (size_t i = 16; i < 80; ++i) scrambled[i] = static_cast<char>(0xff);
+  write_bytes(path, scrambled);
+  open_error(path);
+}
+
+TEST_CASE("wrong shapes, missing tensors and absurd config values are refused", "[model_file]") {
+  SECTION("a tensor with the wrong shape") {
+    ModelImage image = make_tiny_model({});
+    for (auto& entry : *image.header.mutable_tensors())
+      if (entry.name() == "encoder/layer_1/ffn/inner/weight") {
+        // Same byte count, transposed shape: only the shape check can catch it.
+        entry.set_shape(0, 16);
+        entry.set_shape(1, 32);
+      }
+    const ModelFile file = ModelFile::open(write_image(image));
+    try {
+      EncoderDecoderModel model(file, {});
+      FAIL("a transposed weight was accepted");
+    } catch (const Error& error) {
+      CHECK(std::string(error.what()).find("encoder/layer_1/ffn/inner/weight") != std::string::npos);
+      CHECK(std::string(error.what()).find("expected [32, 16]") != std::string::npos);
+    }
+  }
+  SECTION("a missing tensor") {
+    ModelImage image = make_tiny_model({});
+    auto* tensors = image.header.mutable_tensors();
+    for (int i = 0; i < tensors->size(); ++i)
+      if (tensors->Get(i).name() == "decoder/layer_0/cross_attention/kv/bias") {
+        tensors->DeleteSubrange(i, 1);
+        image.tensor_bytes.erase(image.tensor_bytes.begin() + i);
+        break;
+      }
+    CHECK(tensor_scope(image, "decoder/layer_0/cross_attention/kv/bias").empty());
+    const ModelFile file = ModelFile::open(write_image(image));
+    try {
+      EncoderDecoderModel model(file, {});
+      FAIL("a model without a tensor was accepted");
+    } catch (const Error& error) {
+      CHECK(std::string(error.what()).find("decoder/layer_0/cross_attention/kv/bias' is missing") != std::string::npos);
+    }
+  }
+  SECTION("a size that does not match the shape") {
+    ModelImage image = make_tiny_model({});
+    image.header.mutable_tensors(3)->set_size(4);
+    CHECK(open_error(write_image(image)).find("does not match shape") != std::string::npos);
+  }
+  SECTION("an absurd tensor shape") {
+    ModelImage image = make_tiny_model({});
+    auto* entry = image.header.mutable_tensors(0);
+    entry->set_shape(0, uint64_t{1} << 62);
+    CHECK(open_error(write_image(image)).find("absurd shape") != std::string::npos);
+  }
+  SECTION("absurd config numbers") {
+    ModelImage image = make_tiny_model({});
+    image.header.mutable_config()->set_target_vocab_size(4000000000u);
+    CHECK(open_error(write_image(image)).find("target_vocab_size") != std::string::npos);
+    image = make_tiny_model({});
+    image.header.mutable_config()->set_d_model(15);
+    CHECK(open_error(write_image(image)).find("divisible") != std::string::npos);
+    image = make_tiny_model({});
+    image.header.mutable_config()->set_eos_id(23);
+    CHECK(open_error(write_image(image)).find("eos_id") != std::string::npos);
+    image = make_tiny_model({});
+    image.header.set_format_version(2);
+    CHECK(open_error(write_image(image)).find("format_version") != std::string::npos);
+  }
+}
