@@ -1,0 +1,120 @@
+#include "common_options.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+namespace seqtrans::app {
+
+std::string default_model_path() {
+  if (const char* path = std::getenv("SEQTRANS_MODEL"); path != nullptr && *path != '\0') return path;
+  return SEQTRANS_DEFAULT_MODEL;
+}
+
+void add_common_options(CLI::App& command, CommonOptions& options) {
+  TranslatorOptions& translator = options.translator;
+  SearchOptions& search = translator.search;
+  translator.model_path = default_model_path();
+
+  command.add_option("-m,--model", translator.model_path, "Model file (convert checkpoints with scripts/convert_marian.py)")
+      ->capture_default_str();
+  command.add_option("--device", options.device, "auto (GPU when present, else CPU), cpu, cuda or cuda:N")
+      ->capture_default_str();
+  command.add_option("--precision", options.precision, "Compute precision: auto (fp16 on GPU, fp32 on CPU), fp16, fp32")
+      ->check(CLI::IsMember({"auto", "fp16", "fp32"}))
+      ->capture_default_str();
+  command.add_option("--threads", translator.cpu_threads, "CPU threads for matrix products (0 = all cores)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+
+  command.add_option("-b,--beam-size", search.beam_size, "Beam size (1 = greedy)")->check(CLI::Range(1, 256))->capture_default_str();
+  command.add_option("--n-best", search.num_hypotheses, "Translations per input line, at most the beam size")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  command.add_option("--length-penalty", search.length_penalty,
+                     "Beam score = log-prob / length^penalty (Hugging Face's length_penalty)")
+      ->capture_default_str();
+  command.add_option("--max-length", options.max_length,
+                     "Output token limit A [B]: at most A + B * source_length tokens")
+      ->expected(1, 2)
+      ->capture_default_str();
+  command.add_option("--max-input-length", translator.max_input_length,
+                     "Source tokens per line; longer lines are truncated with a warning")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  command.add_option("--max-batch-tokens", translator.batching.max_batch_tokens,
+                     "Mini-batch budget: sentences x longest source length")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
+      ->capture_default_str();
+  command.add_option("--max-batch-size", translator.batching.max_batch_size, "Sentences per mini-batch")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  command.add_option("--read-ahead", translator.batching.read_ahead, "Lines read and sorted by length together")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 24))
+      ->capture_default_str();
+  command.add_option("--sampling-topk", search.sampling_topk,
+                     "Sample from the K most likely tokens (0 = all; 1 = no sampling)")
+      ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
+  command.add_option("--sampling-topp", search.sampling_topp, "Sample from the smallest set with probability >= P")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->capture_default_str();
+  command.add_option("--temperature", search.temperature, "Sampling temperature")->capture_default_str();
+  command.add_option("--seed", search.seed, "Random seed for sampling")->capture_default_str();
+  command.add_flag("-q,--quiet", options.quiet, "No progress bar, notes or summary (errors still print)");
+  const std::map<std::string, LogLevel> levels = {
+      {"error", LogLevel::Error}, {"warning", LogLevel::Warning}, {"info", LogLevel::Info}};
+  command.add_option("--log-level", options.log_level, "error, warning or info")
+      ->transform(CLI::CheckedTransformer(levels, CLI::ignore_case))
+      ->default_str("warning");
+}
+
+void log(const CommonOptions& options, LogLevel level, const std::string& message) {
+  if (options.quiet && level != LogLevel::Error) return;
+  if (static_cast<int>(level) > static_cast<int>(options.log_level)) return;
+  std::cerr << "seqtrans: " << message << '\n';
+}
+
+void resolve_common_options(CommonOptions& options) {
+  TranslatorOptions& translator = options.translator;
+  const std::string& device = options.device;
+  if (device == "auto") {
+    translator.device = cuda_device_count() > 0 ? Device::CUDA : Device::CPU;
+    if (translator.device == Device::CPU)
+      log(options, LogLevel::Warning,
+          cuda_compiled() ? "no GPU found, translating on the CPU" : "built without CUDA, translating on the CPU");
+  } else if (device == "cpu") {
+    translator.device = Device::CPU;
+  } else if (device.rfind("cuda", 0) == 0) {
+    translator.device = Device::CUDA;
+    if (device.size() > 4) {
+      SEQTRANS_CHECK(device[4] == ':' && device.size() > 5 &&
+                         device.find_first_not_of("0123456789", 5) == std::string::npos,
+                     "--device: '{}' is not cpu, cuda or cuda:N", device);
+      translator.device_index = std::stoi(device.substr(5));
+    }
+    SEQTRANS_CHECK(cuda_compiled(), "--device {}: this build of seqtrans has no CUDA support", device);
+    const int count = cuda_device_count();
+    SEQTRANS_CHECK(translator.device_index < count, "--device {}: {} CUDA device(s) found", device, count);
+  } else {
+    throw Error(fmt::format("--device: '{}' is not auto, cpu, cuda or cuda:N", device));
+  }
+
+  if (options.precision == "auto")
+    translator.dtype = translator.device == Device::CUDA ? DataType::F16 : DataType::F32;
+  else
+    translator.dtype = options.precision == "fp16" ? DataType::F16 : DataType::F32;
+  SEQTRANS_CHECK(translator.device == Device::CUDA || translator.dtype == DataType::F32,
+                 "--precision fp16 needs a GPU; the CPU backend computes in fp32");
+
+  SEQTRANS_CHECK(options.max_length[0] >= 1 && options.max_length[0] == std::floor(options.max_length[0]),
+                 "--max-length: A must be a whole number >= 1, got {}", options.max_length[0]);
+  translator.search.max_length_a = static_cast<int>(options.max_length[0]);
+  translator.search.max_length_b = options.max_length.size() > 1 ? options.max_length[1] : 0.0f;
+  SEQTRANS_CHECK(translator.search.max_length_b >= 0, "--max-length: B must be >= 0");
+}
+
+}  // namespace seqtrans::app

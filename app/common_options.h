@@ -1,0 +1,37 @@
+// Flags shared by `translate` and `bench` (model, device, decoding, batching) and their resolution
+// into the library's typed options. Only app/ knows flag names.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.h"
+#include "translator.h"
+
+namespace seqtrans::app {
+
+enum class LogLevel { Error, Warning, Info };
+
+struct CommonOptions {
+  TranslatorOptions translator;
+  std::string device = "auto";     // auto | cpu | cuda | cuda:N
+  std::string precision = "auto";  // auto | fp32 | fp16
+  std::vector<float> max_length = {256.0f, 0.0f};
+  bool quiet = false;
+  LogLevel log_level = LogLevel::Warning;
+};
+
+// Registers the shared flags on `command`, writing into `options`.
+void add_common_options(CLI::App& command, CommonOptions& options);
+
+// Fills translator.device/dtype/search.max_length_* from the strings; prints the CPU fallback note.
+void resolve_common_options(CommonOptions& options);
+
+// The model used when -m is not given: $SEQTRANS_MODEL, else the bundled demo model.
+std::string default_model_path();
+
+// Prints "seqtrans: <message>" on stderr when `level` is enabled.
+void log(const CommonOptions& options, LogLevel level, const std::string& message);
+
+}  // namespace seqtrans::app

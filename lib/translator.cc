@@ -1,0 +1,100 @@
+#include "translator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "batching/batch_builder.h"
+#include "models/encoder_decoder_model.h"
+#include "models/model_file.h"
+#include "search/search.h"
+#include "text/tokenizer.h"
+#include "text/unicode.h"
+
+extern "C" void openblas_set_num_threads(int threads);
+
+namespace seqtrans {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+TokenizerSpec tokenizer_spec(const ModelFile& file) {
+  TokenizerSpec spec;
+  spec.source_spm = file.tokenizer().source_spm;
+  spec.target_spm = file.tokenizer().target_spm;
+  spec.source_vocab = file.tokenizer().source_vocab;
+  spec.target_vocab = file.tokenizer().target_vocab;
+  spec.special_ids = {file.config().eos_id, file.config().unk_id, file.config().pad_id};
+  return spec;
+}
+
+}  // namespace
+
+Translator::Translator(const TranslatorOptions& options) : options_(options) {
+  validate(options_.batching);
+  validate_options(options_.search);
+  SEQTRANS_CHECK(options_.max_input_length >= 1, "--max-input-length must be at least 1");
+  if (options_.cpu_threads > 0) openblas_set_num_threads(options_.cpu_threads);
+  file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
+  tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
+  model_ = std::make_unique<EncoderDecoderModel>(*file_, ModelOptions{options_.device, options_.dtype});
+  options_.max_input_length =
+      std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
+}
+
+Translator::~Translator() = default;
+
+std::vector<Translation> Translator::translate(const std::vector<Line>& lines,
+                                               const std::function<void(const std::string&)>& warn) {
+  std::vector<Translation> translations(lines.size());
+
+  auto start = Clock::now();
+  std::vector<std::vector<int32_t>> sources(lines.size());
+  std::vector<SentenceLength> lengths;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (is_blank(lines[i].text)) continue;  // an empty line in, an empty line out
+    sources[i] = tokenizer_->encode_source(lines[i].text);
+    const size_t original = sources[i].size();
+    if (tokenizer_->truncate_source(sources[i], options_.max_input_length) && warn)
+      warn(fmt::format("line {}: {} source tokens, truncated to {} (--max-input-length)", lines[i].index + 1,
+                       original, sources[i].size()));
+    lengths.push_back({i, sources[i].size()});
+    stats_.source_tokens += sources[i].size();
+  }
+  stats_.tokenize_seconds += seconds_since(start);
+
+  const Batcher batcher(options_.batching);
+  for (const Batch& batch : batcher.make_batches(lengths)) {
+    std::vector<std::vector<int32_t>> batch_sources;
+    for (size_t index : batch.indices) batch_sources.push_back(sources[index]);
+    start = Clock::now();
+    const std::vector<SearchResult> results = search(*model_, batch_sources, options_.search);
+    const double batch_seconds = seconds_since(start);
+    stats_.search_seconds += batch_seconds;
+    stats_.batch_seconds.push_back(batch_seconds);
+    ++stats_.batches;
+
+    start = Clock::now();
+    for (size_t j = 0; j < batch.indices.size(); ++j) {
+      Translation& translation = translations[batch.indices[j]];
+      for (const Hypothesis& hypothesis : results[j].hypotheses) {
+        translation.texts.push_back(tokenizer_->decode_target(hypothesis.tokens));
+        translation.scores.push_back(hypothesis.score);
+      }
+      if (!results[j].hypotheses.empty()) stats_.target_tokens += results[j].hypotheses.front().tokens.size();
+    }
+    stats_.detokenize_seconds += seconds_since(start);
+  }
+  for (Translation& translation : translations)
+    if (translation.texts.empty()) {  // blank input lines
+      translation.texts.assign(static_cast<size_t>(options_.search.num_hypotheses), "");
+      translation.scores.assign(static_cast<size_t>(options_.search.num_hypotheses), 0.0f);
+    }
+  stats_.sentences += lines.size();
+  return translations;
+}
+
+}  // namespace seqtrans

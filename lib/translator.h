@@ -1,0 +1,76 @@
+// The library's public entry: text lines in, translations out (tokenize -> batch -> encode -> search ->
+// detokenize). The CLI and the benchmark only configure and call this.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "batching/line_reader.h"
+#include "batching/options.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "search/options.h"
+
+namespace seqtrans {
+
+class ModelFile;
+class EncoderDecoderModel;
+class Tokenizer;
+
+struct TranslatorOptions {
+  std::string model_path;
+  Device device = Device::CPU;
+  int device_index = 0;
+  DataType dtype = DataType::F32;
+  BatchingOptions batching;
+  SearchOptions search;
+  // Source tokens per sentence, EOS included; longer lines are cut (with a warning) to fit, and never
+  // beyond the model's positions.
+  size_t max_input_length = 1024;
+  int cpu_threads = 0;  // 0 = the BLAS library's default
+};
+
+// One translated line: n-best texts, best first, with their scores.
+struct Translation {
+  std::vector<std::string> texts;
+  std::vector<float> scores;
+};
+
+// Counters for the summary line and `seqtrans bench`.
+struct TranslationStats {
+  size_t sentences = 0;
+  size_t source_tokens = 0;   // EOS included
+  size_t target_tokens = 0;   // best hypothesis, EOS excluded
+  size_t batches = 0;
+  double tokenize_seconds = 0;
+  double search_seconds = 0;
+  double detokenize_seconds = 0;
+  std::vector<double> batch_seconds;  // search wall time per mini-batch
+};
+
+class Translator {
+ public:
+  explicit Translator(const TranslatorOptions& options);
+  ~Translator();
+
+  // Translates a window of lines; output i belongs to lines[i]. Blank lines give an empty translation.
+  // Warnings (e.g. a truncated line, named by its 1-based input line number) go to `warn`.
+  std::vector<Translation> translate(const std::vector<Line>& lines,
+                                     const std::function<void(const std::string&)>& warn = {});
+
+  const TranslationStats& stats() const { return stats_; }
+  const TranslatorOptions& options() const { return options_; }
+  const ModelFile& model_file() const { return *file_; }
+
+ private:
+  TranslatorOptions options_;
+  std::unique_ptr<ModelFile> file_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<EncoderDecoderModel> model_;
+  TranslationStats stats_;
+};
+
+}  // namespace seqtrans

@@ -1,0 +1,212 @@
+// The real binary end to end: line counts, exit codes and one-line errors for every kind of input.
+// Uses the tiny random Marian model (its output is gibberish, but every property below still holds).
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include "catch.h"
+#include "support/golden.h"
+#include "support/model_builder.h"
+#include "core/device.h"
+#include "support/process.h"
+
+using namespace seqtrans::testing;
+
+namespace {
+
+ProcessResult translate(const std::vector<std::string>& flags, const std::string& input) {
+  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--device",
+                                        "cpu", "--quiet"};
+  arguments.insert(arguments.end(), flags.begin(), flags.end());
+  return run_process(arguments, input);
+}
+
+void require_one_line_error(const ProcessResult& result) {
+  CHECK(result.exit_code != 0);
+  CHECK(result.exit_code != -2);
+  CHECK(count_lines(result.err) == 1);
+  CHECK(result.err.rfind("seqtrans", 0) == 0);
+}
+
+std::string write_file(const std::string& stem, const std::string& content) {
+  const std::string path = temp_path(stem);
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+// Twelve real sentences of mixed lengths from the test data.
+std::string sample_input() {
+  return "A man is riding a bike.\n"
+         "Two dogs are playing in the snow.\n"
+         "The quick brown fox jumps over the lazy dog while the farmer watches from the porch of his house.\n"
+         "Hello.\n"
+         "Gutach: Increased safety for pedestrians\n"
+         "A group of people standing in front of an igloo.\n"
+         "Yes.\n"
+         "Several men in hard hats are operating a giant pulley system.\n"
+         "A little girl climbing into a wooden playhouse.\n"
+         "Two young, White males are outside near many bushes.\n"
+         "It is not clear whether the plan will work, but the council says it is worth trying.\n"
+         "Thank you!\n";
+}
+
+}  // namespace
+
+TEST_CASE("translate writes one line per input line and exits 0", "[e2e][cli]") {
+  const ProcessResult result = translate({}, sample_input());
+  CHECK(result.exit_code == 0);
+  CHECK(count_lines(result.out) == 12);
+  CHECK(result.err.empty());
+}
+
+TEST_CASE("blank lines stay blank and in place", "[e2e][cli]") {
+  const ProcessResult result = translate({}, "Hello.\n\n   \t \nA dog.\n\n");
+  REQUIRE(result.exit_code == 0);
+  const auto lines = split_lines(result.out);
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[1].empty());
+  CHECK(lines[2].empty());
+  CHECK(lines[4].empty());
+  CHECK(!lines[0].empty());
+}
+
+TEST_CASE("hostile bytes keep the line count: invalid UTF-8, NUL, CRLF, control characters, huge lines", "[e2e][cli]") {
+  std::string input;
+  input += "valid line\n";
+  input += std::string("bad \xff\xfe utf8 \xc3\x28 here\n");
+  input += std::string("nul\0inside", 10) + "\n";
+  input += "crlf line\r\n";
+  input += "control \x01\x02\x1b[31m chars\x7f\n";
+  input += std::string(100000, 'a') + "\n";
+  input += "last line without newline";
+  const ProcessResult result = translate({"--max-input-length", "64"}, input);
+  CHECK(result.exit_code == 0);
+  CHECK(count_lines(result.out) == 7);
+}
+
+TEST_CASE("long lines are truncated with a warning naming the line", "[e2e][cli]") {
+  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--device",
+                                        "cpu", "--max-input-length", "8"};
+  const ProcessResult result =
+      run_process(arguments, "short\nthis line has many more than eight tokens in it for sure, really\n");
+  CHECK(result.exit_code == 0);
+  CHECK(count_lines(result.out) == 2);
+  CHECK(result.err.find("line 2:") != std::string::npos);
+  CHECK(result.err.find("truncated") != std::string::npos);
+}
+
+TEST_CASE("results do not depend on which sentences share a batch", "[e2e][cli]") {
+  for (const char* beam : {"1", "4"}) {
+    const ProcessResult alone = translate({"--beam-size", beam, "--max-batch-size", "1"}, sample_input());
+    const ProcessResult together = translate({"--beam-size", beam, "--max-batch-size", "64"}, sample_input());
+    const ProcessResult budget = translate({"--beam-size", beam, "--max-batch-tokens", "40"}, sample_input());
+    REQUIRE(alone.exit_code == 0);
+    CHECK(alone.out == together.out);
+    CHECK(alone.out == budget.out);
+  }
+}
+
+TEST_CASE("n-best and score output formats", "[e2e][cli]") {
+  const ProcessResult nbest = translate({"--beam-size", "4", "--n-best", "3"}, "Hello.\nA dog runs.\n");
+  REQUIRE(nbest.exit_code == 0);
+  const auto lines = split_lines(nbest.out);
+  REQUIRE(lines.size() == 6);
+  CHECK(lines[0].rfind("0 ||| ", 0) == 0);
+  CHECK(lines[3].rfind("1 ||| ", 0) == 0);
+  const ProcessResult scored = translate({"--with-scores"}, "Hello.\n");
+  REQUIRE(scored.exit_code == 0);
+  CHECK(scored.out.find(" ||| ") != std::string::npos);
+  CHECK(std::stof(scored.out) <= 0.0f);
+  require_one_line_error(translate({"--beam-size", "2", "--n-best", "3"}, "Hello.\n"));
+}
+
+TEST_CASE("sampling is reproducible from a seed", "[e2e][cli]") {
+  const std::vector<std::string> flags = {"--beam-size", "1", "--sampling-topk", "10", "--temperature", "1.5", "--seed", "7"};
+  const ProcessResult first = translate(flags, sample_input());
+  const ProcessResult second = translate(flags, sample_input());
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.out == second.out);
+  CHECK(count_lines(first.out) == 12);
+}
+
+TEST_CASE("files in, files out, atomically", "[e2e][cli]") {
+  const std::string a = write_file("a.en", "Hello.\nA dog.\n"), b = write_file("b.en", "Yes.\n");
+  const std::string directory = temp_path("outdir");
+  ::mkdir(directory.c_str(), 0755);
+  const ProcessResult result = translate({"-i", a, b, "--output-dir", directory}, "");
+  REQUIRE(result.exit_code == 0);
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  CHECK(count_lines(read(directory + "/" + a.substr(a.rfind('/') + 1))) == 2);
+  CHECK(count_lines(read(directory + "/" + b.substr(b.rfind('/') + 1))) == 1);
+  const std::string single = temp_path("single.de");
+  REQUIRE(translate({"-i", a, "-o", single}, "").exit_code == 0);
+  CHECK(count_lines(read(single)) == 2);
+}
+
+TEST_CASE("an interrupted run leaves no file under the final name", "[e2e][cli]") {
+  std::string big;
+  for (int i = 0; i < 400; ++i) big += sample_input();
+  const std::string input = write_file("big.en", big), output = temp_path("big.de");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string binary = seqtrans_binary(), model = converted_tiny_model();
+    ::execl(binary.c_str(), binary.c_str(), "translate", "-m", model.c_str(), "--device", "cpu", "--quiet", "-i",
+            input.c_str(), "-o", output.c_str(), "--beam-size", "4", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(!exists(output));
+  const std::string partial = output.substr(0, output.rfind('/') + 1) + "." + output.substr(output.rfind('/') + 1) +
+                              ".partial-" + std::to_string(pid);
+  CHECK(!exists(partial));
+}
+
+TEST_CASE("bad input gives one line on stderr and a non-zero exit", "[e2e][cli]") {
+  SECTION("missing input file") { require_one_line_error(translate({"-i", "/nonexistent/input.txt"}, "")); }
+  SECTION("unwritable output") { require_one_line_error(translate({"-o", "/nonexistent/dir/out.txt"}, "Hello.\n")); }
+  SECTION("missing model") {
+    require_one_line_error(run_process({seqtrans_binary(), "translate", "-m", "/nonexistent.seqtrans"}, "Hello.\n"));
+  }
+  SECTION("a file that is not a model") {
+    const std::string junk = write_file("junk.seqtrans", "this is not a model");
+    const ProcessResult result = run_process({seqtrans_binary(), "translate", "-m", junk, "--device", "cpu"}, "Hi\n");
+    require_one_line_error(result);
+    CHECK(result.err.find(junk) != std::string::npos);
+  }
+  SECTION("invalid option values") {
+    require_one_line_error(translate({"--beam-size", "0"}, "Hello.\n"));
+    require_one_line_error(translate({"--device", "tpu"}, "Hello.\n"));
+    require_one_line_error(translate({"--temperature", "0"}, "Hello.\n"));
+    require_one_line_error(translate({"--max-length", "0"}, "Hello.\n"));
+  }
+  SECTION("no GPU requested on a machine without one") {
+    if (seqtrans::cuda_device_count() == 0) require_one_line_error(translate({"--device", "cuda"}, "Hello.\n"));
+  }
+}
+
+TEST_CASE("help and version", "[e2e][cli]") {
+  const ProcessResult help = run_process({seqtrans_binary(), "translate", "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("--beam-size") != std::string::npos);
+  CHECK(help.out.find("Examples") != std::string::npos);
+  const ProcessResult version = run_process({seqtrans_binary(), "--version"});
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.rfind("seqtrans ", 0) == 0);
+  require_one_line_error(run_process({seqtrans_binary(), "translate", "--no-such-flag"}));
+}

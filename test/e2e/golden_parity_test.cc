@@ -1,0 +1,104 @@
+// Parity with a peer: seqtrans's CPU engine against Hugging Face generate() on the same checkpoint,
+// converted here with scripts/convert_marian.py. Goldens: test/data/golden (scripts/make_golden.py).
+#include <cmath>
+#include <iostream>
+
+#include "catch.h"
+#include "models/encoder_decoder_model.h"
+#include "search/search.h"
+#include "support/golden.h"
+#include "support/model_builder.h"
+#include "text/tokenizer.h"
+
+using namespace seqtrans;
+using namespace seqtrans::testing;
+
+namespace {
+
+SearchOptions options_from(const GoldenFile& golden) {
+  SearchOptions options;
+  const auto setting = [&](const std::string& key) {
+    const auto found = golden.settings.find(key);
+    if (found == golden.settings.end()) throw Error("golden settings lack " + key);
+    return found->second;
+  };
+  options.beam_size = std::stoi(setting("num_beams"));
+  options.num_hypotheses = 1;
+  options.max_length_a = std::stoi(setting("max_new_tokens"));
+  options.max_length_b = 0.0f;
+  if (options.beam_size > 1) {
+    options.length_penalty = std::stof(setting("length_penalty"));
+    const std::string stopping = setting("early_stopping");
+    options.beam_stopping = stopping == "True"    ? BeamStopping::FirstComplete
+                            : stopping == "never" ? BeamStopping::Never
+                                                  : BeamStopping::Heuristic;
+  }
+  return options;
+}
+
+struct ParityReport {
+  size_t identical = 0;
+  size_t total = 0;
+  double max_score_difference = 0.0;
+};
+
+// Runs the goldens through search in mini-batches of `batch_size` (batching must not change results).
+ParityReport check_parity(const std::string& golden_name, Device device, DataType dtype, size_t batch_size) {
+  const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/" + golden_name);
+  REQUIRE(golden.cases.size() >= 300);
+  const ModelFile file = ModelFile::open(converted_tiny_model());
+  EncoderDecoderModel model(file, {device, dtype});
+  const SearchOptions options = options_from(golden);
+  ParityReport report;
+  for (size_t begin = 0; begin < golden.cases.size(); begin += batch_size) {
+    std::vector<std::vector<int32_t>> sources;
+    const size_t end = std::min(golden.cases.size(), begin + batch_size);
+    for (size_t i = begin; i < end; ++i) sources.push_back(golden.cases[i].source_ids);
+    const std::vector<SearchResult> results = search(model, sources, options);
+    for (size_t i = begin; i < end; ++i) {
+      const GoldenCase& expected = golden.cases[i];
+      const Hypothesis& best = results[i - begin].hypotheses.at(0);
+      ++report.total;
+      if (best.tokens != expected.output_ids) continue;
+      ++report.identical;
+      report.max_score_difference =
+          std::max(report.max_score_difference, std::abs(static_cast<double>(best.score) - expected.score));
+    }
+  }
+  std::cout << fmt::format("parity {} on {} {}: {}/{} identical ({:.1f}%), max score difference {:.2e}\n",
+                           golden_name, device_name(device), dtype_name(dtype), report.identical, report.total,
+                           100.0 * report.identical / report.total, report.max_score_difference);
+  return report;
+}
+
+}  // namespace
+
+TEST_CASE("CPU greedy matches Hugging Face generate() on the tiny Marian model", "[e2e][parity]") {
+  const ParityReport report = check_parity("marian_tiny_greedy.tsv", Device::CPU, DataType::F32, 16);
+  CHECK(report.identical >= report.total * 99 / 100);
+  CHECK(report.max_score_difference <= 1e-3);
+}
+
+TEST_CASE("CPU beam search (4) matches Hugging Face generate() on the tiny Marian model", "[e2e][parity]") {
+  const ParityReport report = check_parity("marian_tiny_beam4.tsv", Device::CPU, DataType::F32, 16);
+  CHECK(report.identical >= report.total * 99 / 100);
+  CHECK(report.max_score_difference <= 1e-3);
+}
+
+TEST_CASE("the tokenizer reproduces Hugging Face's source ids for the golden inputs", "[e2e][parity]") {
+  const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
+  const ModelFile file = ModelFile::open(converted_tiny_model());
+  TokenizerSpec spec;
+  spec.source_spm = file.tokenizer().source_spm;
+  spec.target_spm = file.tokenizer().target_spm;
+  spec.source_vocab = file.tokenizer().source_vocab;
+  spec.target_vocab = file.tokenizer().target_vocab;
+  spec.special_ids = {file.config().eos_id, file.config().unk_id, file.config().pad_id};
+  const Tokenizer tokenizer(spec);
+  size_t identical = 0;
+  for (const GoldenCase& golden_case : golden.cases)
+    identical += tokenizer.encode_source(golden_case.source_text) == golden_case.source_ids;
+  std::cout << fmt::format("tokenizer: {}/{} golden sources identical to MarianTokenizer\n", identical,
+                           golden.cases.size());
+  CHECK(identical == golden.cases.size());
+}
