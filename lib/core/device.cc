@@ -16,13 +16,20 @@ namespace seqtrans {
 bool cuda_compiled() { return true; }
 
 int cuda_device_count() {
-  int count = 0;
-  // No driver or no GPU is not an error here: it means "run on the CPU".
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
+  // No driver or no GPU is not an error here: it means "run on the CPU". Asked once per process.
+  static const int count = [] {
+    int found = 0;
+    if (cudaGetDeviceCount(&found) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return found;
+  }();
   return count;
+}
+
+void synchronize_devices() {
+  if (cuda_device_count() > 0) cudaDeviceSynchronize();
 }
 
 void copy_bytes(Device destination_device, void* destination, Device source_device, const void* source,
@@ -41,6 +48,8 @@ void copy_bytes(Device destination_device, void* destination, Device source_devi
 bool cuda_compiled() { return false; }
 
 int cuda_device_count() { return 0; }
+
+void synchronize_devices() {}
 
 void copy_bytes(Device destination_device, void* destination, Device source_device, const void* source,
                 size_t bytes) {

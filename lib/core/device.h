@@ -15,4 +15,7 @@ bool cuda_compiled();
 // Number of usable CUDA devices; 0 in a CPU-only build or on a machine without a GPU.
 int cuda_device_count();
 
+// Waits for all queued GPU work (no-op without CUDA); used by profiling scopes.
+void synchronize_devices();
+
 }  // namespace seqtrans

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/device_copy.h"
+#include "core/profiler.h"
 
 namespace seqtrans {
 namespace {
@@ -115,6 +116,7 @@ Tensor EncoderDecoderModel::encode_tensor(const std::vector<std::vector<int32_t>
 }
 
 std::unique_ptr<DecoderState> EncoderDecoderModel::encode(const std::vector<std::vector<int32_t>>& sources) {
+  const ProfileScope profile("encoder");
   auto state = std::make_unique<EncoderDecoderState>();
   const int64_t batch = static_cast<int64_t>(sources.size());
   const Tensor memory = encode_tensor(sources, state->source_lengths);
@@ -155,14 +157,16 @@ Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int
 
   Tensor x = embed(ids_tensor(input_ids, options_.device), positions, target_embedding_);  // [s, d]
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
+  for (int32_t& position : state.positions) ++position;
+  const ProfileScope profile("output layer");
   Tensor logits = ops::matmul(x, output_weight_);  // [s, V]
   if (output_bias_.defined()) ops::add_bias(logits, output_bias_);
-  for (int32_t& position : state.positions) ++position;
   if (logits.device() != Device::CPU) logits = ops::convert(logits, DataType::F32).to(Device::CPU);
   return logits;
 }
 
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {
+  const ProfileScope profile("cache reorder");
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   const Tensor indices = ids_tensor(sources, options_.device);
   std::vector<int32_t> positions;

@@ -26,7 +26,8 @@ class EncoderDecoderModel : public StepModel {
   int32_t eos_id() const override { return config_.eos_id; }
   int32_t decoder_start_id() const override { return config_.decoder_start_id; }
   std::vector<int32_t> suppressed_ids() const override { return config_.suppressed_ids; }
-  int64_t max_positions() const { return config_.max_positions; }
+  // Decoder positions bound the output: the start token takes position 0.
+  int max_target_length() const override { return config_.max_positions; }
 
   std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources) override;
   Tensor step(DecoderState& state, const std::vector<int32_t>& input_ids) override;

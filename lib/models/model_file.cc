@@ -226,6 +226,16 @@ ModelFile ModelFile::open(const std::string& path) {
   return model;
 }
 
+ModelFile ModelFile::from_parts(std::string name, ModelConfig config, TokenizerConfig tokenizer,
+                                std::map<std::string, Tensor> tensors) {
+  ModelFile model;
+  model.path_ = std::move(name);
+  model.config_ = std::move(config);
+  model.tokenizer_ = std::move(tokenizer);
+  model.tensors_ = std::move(tensors);
+  return model;
+}
+
 const Tensor& ModelFile::tensor(const std::string& name, const Shape& expected) const {
   const auto found = tensors_.find(name);
   if (found == tensors_.end()) throw Error(fmt::format("model file '{}': tensor '{}' is missing", path_, name));

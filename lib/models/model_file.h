@@ -18,6 +18,9 @@ class ModelFile {
  public:
   // Throws seqtrans::Error with one line naming the file and the bad field or tensor.
   static ModelFile open(const std::string& path);
+  // A model held in memory (e.g. random weights); `name` stands in for the path in messages.
+  static ModelFile from_parts(std::string name, ModelConfig config, TokenizerConfig tokenizer,
+                              std::map<std::string, Tensor> tensors);
 
   const std::string& path() const { return path_; }
   const ModelConfig& config() const { return config_; }

@@ -1,3 +1,4 @@
+#include "core/profiler.h"
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
@@ -8,6 +9,7 @@ void add_bias(Tensor& x, const Tensor& bias) {
   check_rank("add_bias", "bias", bias, 1);
   check_extent("add_bias", "bias", bias, 0, x.dim(1));
   check_same_device("add_bias", x, bias);
+  const ProfileScope profile("other kernels");
   switch (x.device()) {
     case Device::CPU: cpu::add_bias(x, bias); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(add_bias, x, bias); break;

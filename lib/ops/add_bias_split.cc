@@ -1,3 +1,4 @@
+#include "core/profiler.h"
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
@@ -11,6 +12,7 @@ std::vector<Tensor> add_bias_split(const Tensor& x, const Tensor& bias, int part
                  x.dim(1), parts);
   std::vector<Tensor> outputs;
   for (int i = 0; i < parts; ++i) outputs.emplace_back(Shape{x.dim(0), x.dim(1) / parts}, x.dtype(), x.device());
+  const ProfileScope profile("other kernels");
   switch (x.device()) {
     case Device::CPU: cpu::add_bias_split(x, bias, outputs); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(add_bias_split, x, bias, outputs); break;

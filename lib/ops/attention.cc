@@ -1,3 +1,4 @@
+#include "core/profiler.h"
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
@@ -18,6 +19,7 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
                  "attention: width {} is not divisible by {} heads", query.dim(2), options.num_heads);
   check_same_device("attention", query, keys);
   Tensor out(query.shape(), query.dtype(), query.device());
+  const ProfileScope profile("attention");
   switch (query.device()) {
     case Device::CPU: cpu::attention(query, keys, values, key_lengths, options, out); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(attention, query, keys, values, key_lengths, options, out); break;

@@ -1,3 +1,4 @@
+#include "core/profiler.h"
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
@@ -16,6 +17,7 @@ Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, co
     check_extent("embed", "position table", *options.position_table, 1, table.dim(1));
   }
   Tensor out({ids.dim(0), table.dim(1)}, table.dtype(), table.device());
+  const ProfileScope profile("other kernels");
   switch (table.device()) {
     case Device::CPU: cpu::embed(ids, positions, table, options, out); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(embed, ids, positions, table, options, out); break;

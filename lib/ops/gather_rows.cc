@@ -1,3 +1,4 @@
+#include "core/profiler.h"
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
@@ -10,6 +11,7 @@ Tensor gather_rows(const Tensor& x, const Tensor& indices) {
   Shape shape = x.shape();
   shape[0] = indices.dim(0);
   Tensor out(shape, x.dtype(), x.device());
+  const ProfileScope profile("other kernels");
   switch (x.device()) {
     case Device::CPU: cpu::gather_rows(x, indices, out); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(gather_rows, x, indices, out); break;

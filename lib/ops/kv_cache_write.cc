@@ -1,3 +1,4 @@
+#include "core/profiler.h"
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
@@ -13,6 +14,7 @@ void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions
   check_dtype("kv_cache_write", "positions", positions, DataType::I32);
   check_extent("kv_cache_write", "positions", positions, 0, cache.dim(0));
   check_same_device("kv_cache_write", cache, values);
+  const ProfileScope profile("other kernels");
   switch (cache.device()) {
     case Device::CPU: cpu::kv_cache_write(cache, values, positions); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(kv_cache_write, cache, values, positions); break;

@@ -1,3 +1,4 @@
+#include "core/profiler.h"
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
@@ -24,6 +25,7 @@ Tensor add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const T
   SEQTRANS_CHECK(residual.shape() == x.shape(), "{}: residual shape {} differs from x shape {}", op,
                  shape_string(residual.shape()), shape_string(x.shape()));
   Tensor out(x.shape(), x.dtype(), x.device());
+  const ProfileScope profile("other kernels");
   switch (x.device()) {
     case Device::CPU: cpu::add_bias_residual_layer_norm(x, bias, residual, norm, out); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(add_bias_residual_layer_norm, x, bias, residual, norm, out); break;

@@ -1,3 +1,4 @@
+#include "core/profiler.h"
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
@@ -12,6 +13,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
   const int64_t n = options.transpose_b ? b.dim(0) : b.dim(1);
   check_extent("matmul", "b", b, options.transpose_b ? 1 : 0, k);
   Tensor c({a.dim(0), n}, a.dtype(), a.device());
+  const ProfileScope profile("gemm");
   switch (a.device()) {
     case Device::CPU: cpu::matmul(a, b, c, options); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(matmul, a, b, c, options); break;

@@ -31,6 +31,9 @@ struct SearchOptions {
   // (source length counts the source EOS), capped by the model's positions.
   int max_length_a = 256;
   float max_length_b = 0.0f;
+  // EOS is not allowed before this many tokens were generated (HF min_new_tokens); the synthetic
+  // benchmark uses it with max_length to force an exact output length.
+  int min_length = 0;
   // Force EOS as the last token when the maximum length is reached (HF forced_eos_token_id).
   bool force_eos_at_max_length = false;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,8 @@ class StepModel {
   virtual int32_t decoder_start_id() const = 0;
   // Ids the model must never emit (e.g. Marian's pad); search masks them after normalization.
   virtual std::vector<int32_t> suppressed_ids() const = 0;
+  // Longest output the model can produce (its decoder positions); search caps every sentence's length.
+  virtual int max_target_length() const { return std::numeric_limits<int>::max(); }
 
   // Encodes `sources` (token ids, EOS included); the new state has slot i = sentence i.
   virtual std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources) = 0;

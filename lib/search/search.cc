@@ -1,0 +1,64 @@
+#include "search/search.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "search/beam_search.h"
+#include "search/greedy.h"
+#include "search/sampling.h"
+
+namespace seqtrans {
+
+void validate_options(const SearchOptions& options) {
+  SEQTRANS_CHECK(options.beam_size >= 1, "beam_size must be >= 1, got {}", options.beam_size);
+  SEQTRANS_CHECK(options.num_hypotheses >= 1 && options.num_hypotheses <= options.beam_size,
+                 "num_hypotheses must be in [1, beam_size={}], got {}", options.beam_size, options.num_hypotheses);
+  SEQTRANS_CHECK(std::isfinite(options.length_penalty), "length_penalty must be finite, got {}",
+                 options.length_penalty);
+  SEQTRANS_CHECK(options.max_length_a >= 0, "max_length_a must be >= 0, got {}", options.max_length_a);
+  SEQTRANS_CHECK(std::isfinite(options.max_length_b) && options.max_length_b >= 0.0f,
+                 "max_length_b must be >= 0, got {}", options.max_length_b);
+  SEQTRANS_CHECK(options.min_length >= 0, "min_length must be >= 0, got {}", options.min_length);
+  SEQTRANS_CHECK(options.temperature > 0.0f && std::isfinite(options.temperature), "temperature must be > 0, got {}",
+                 options.temperature);
+  SEQTRANS_CHECK(options.sampling_topp > 0.0f && options.sampling_topp <= 1.0f,
+                 "sampling_topp must be in (0, 1], got {}", options.sampling_topp);
+  SEQTRANS_CHECK(options.sampling_topk >= 0, "sampling_topk must be >= 0, got {}", options.sampling_topk);
+  const bool sampling = options.sampling_topk != 1 || options.sampling_topp < 1.0f;
+  SEQTRANS_CHECK(!sampling || options.beam_size == 1,
+                 "sampling (sampling_topk={}, sampling_topp={}) needs beam_size 1, got beam_size {}",
+                 options.sampling_topk, options.sampling_topp, options.beam_size);
+}
+
+SearchKind search_kind(const SearchOptions& options) {
+  if (options.beam_size > 1) return SearchKind::Beam;
+  const bool sampling = options.sampling_topk != 1 || options.sampling_topp < 1.0f;
+  return sampling ? SearchKind::Sampling : SearchKind::Greedy;
+}
+
+int max_generated_length(const SearchOptions& options, size_t source_length) {
+  const double length = static_cast<double>(options.max_length_a) +
+                        static_cast<double>(options.max_length_b) * static_cast<double>(source_length);
+  const double floored = std::floor(length + 1e-4);
+  // Huge factors saturate instead of overflowing int.
+  if (floored >= 1e9) return 1000000000;
+  return std::max(1, static_cast<int>(floored));
+}
+
+std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
+                                 const SearchOptions& options) {
+  validate_options(options);
+  if (sources.empty()) return {};
+  switch (search_kind(options)) {
+    case SearchKind::Greedy:
+      return greedy_search(model, sources, options);
+    case SearchKind::Beam:
+      return beam_search(model, sources, options);
+    case SearchKind::Sampling:
+      return sampling_search(model, sources, options);
+  }
+  throw Error("unknown search kind");
+}
+
+}  // namespace seqtrans

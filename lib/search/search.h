@@ -1,0 +1,30 @@
+// The search entry point: picks greedy, beam search or sampling from the options and runs it against a
+// step model (DESIGN.md §4). Results come back in the order of `sources`.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "search/options.h"
+#include "search/result.h"
+#include "search/step_model.h"
+
+namespace seqtrans {
+
+// Translates every source sentence (token ids, EOS included); one result per source, in input order.
+std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
+                                 const SearchOptions& options);
+
+// Throws seqtrans::Error with a one-line message naming the first invalid option.
+void validate_options(const SearchOptions& options);
+
+// Greedy when beam_size is 1 without sampling filters, sampling when beam_size is 1 with them, beam
+// search otherwise. Assumes validated options.
+SearchKind search_kind(const SearchOptions& options);
+
+// Maximum generated tokens, EOS included, for a source of `source_length` ids (its EOS counted):
+// floor(max_length_a + max_length_b * source_length), at least 1. A tolerance of 1e-4 absorbs fp32
+// factors such as 0.7f that sit just below their decimal value.
+int max_generated_length(const SearchOptions& options, size_t source_length);
+
+}  // namespace seqtrans

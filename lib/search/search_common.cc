@@ -1,0 +1,57 @@
+#include "search/search_common.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "search/search.h"
+
+namespace seqtrans {
+
+void check_step_model(const StepModel& model) {
+  const int64_t vocab = model.target_vocab_size();
+  SEQTRANS_CHECK(vocab > 0, "step model has an empty target vocabulary");
+  SEQTRANS_CHECK(model.eos_id() >= 0 && model.eos_id() < vocab, "step model EOS id {} is outside the vocabulary of {}",
+                 model.eos_id(), vocab);
+  SEQTRANS_CHECK(model.decoder_start_id() >= 0 && model.decoder_start_id() < vocab,
+                 "step model decoder start id {} is outside the vocabulary of {}", model.decoder_start_id(), vocab);
+  for (int32_t id : model.suppressed_ids()) {
+    SEQTRANS_CHECK(id >= 0 && id < vocab, "step model suppressed id {} is outside the vocabulary of {}", id, vocab);
+  }
+}
+
+Tensor host_logits(const Tensor& logits, int64_t slots, int64_t vocab) {
+  SEQTRANS_CHECK(logits.defined() && logits.rank() == 2 && logits.dim(0) == slots && logits.dim(1) == vocab,
+                 "step returned logits of shape {}, expected [{}, {}]",
+                 logits.defined() ? shape_string(logits.shape()) : "(undefined)", slots, vocab);
+  Tensor host = logits.device() == Device::CPU ? logits : logits.to(Device::CPU);
+  return host.to(DataType::F32);
+}
+
+std::vector<int> max_generated_lengths(const StepModel& model, const std::vector<std::vector<int32_t>>& sources,
+                                       const SearchOptions& options) {
+  std::vector<int> lengths;
+  lengths.reserve(sources.size());
+  for (const auto& source : sources)
+    lengths.push_back(std::max(1, std::min(model.max_target_length(), max_generated_length(options, source.size()))));
+  return lengths;
+}
+
+bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots) {
+  if (static_cast<int64_t>(sources.size()) != slots) return false;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i] != static_cast<int32_t>(i)) return false;
+  }
+  return true;
+}
+
+ScoreRow processed_row(const Tensor& logits, int64_t row, const LogitsProcessorChain& chain,
+                       const RowPosition& position, std::vector<float>& scratch) {
+  const int64_t vocab = logits.dim(1);
+  const float* source = logits.data<float>() + row * vocab;
+  scratch.assign(source, source + vocab);
+  ScoreRow view{scratch.data(), vocab};
+  chain.apply(view, position);
+  return view;
+}
+
+}  // namespace seqtrans

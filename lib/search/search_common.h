@@ -1,0 +1,32 @@
+// Pieces shared by the search algorithms (internal to lib/search): checking the model and its step
+// output, and the per-sentence length limits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "search/logits_processors.h"
+#include "search/options.h"
+#include "search/step_model.h"
+
+namespace seqtrans {
+
+// Checks that the model's special ids fit its vocabulary.
+void check_step_model(const StepModel& model);
+
+// The step output as a host fp32 tensor, after checking that it is [slots, vocab].
+Tensor host_logits(const Tensor& logits, int64_t slots, int64_t vocab);  // [slots, vocab]
+
+// One maximum generated length per source sentence, capped by the model's max_target_length().
+std::vector<int> max_generated_lengths(const StepModel& model, const std::vector<std::vector<int32_t>>& sources,
+                                       const SearchOptions& options);
+
+// True when `sources` keeps every one of `slots` slots in place, so that select() can be skipped.
+bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots);
+
+// Copies `logits` row `row` into `scratch` and runs `chain` on it. Returns the row view of `scratch`.
+ScoreRow processed_row(const Tensor& logits, int64_t row, const LogitsProcessorChain& chain,
+                       const RowPosition& position, std::vector<float>& scratch);
+
+}  // namespace seqtrans

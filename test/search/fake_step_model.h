@@ -1,0 +1,113 @@
+// A scripted StepModel for search tests: next-token logits are a function of (source, decoder prefix),
+// and every step and select call is recorded, so tests can check exactly which hypotheses the search
+// still computes (the shrinking batch) and how it rearranges slots.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "search/step_model.h"
+
+namespace seqtrans {
+namespace testing {
+
+// Logits for one slot: `prefix` holds the decoder inputs so far, starting with the decoder start id.
+using FakeLogitsFn = std::function<std::vector<float>(const std::vector<int32_t>& source,
+                                                      const std::vector<int32_t>& prefix)>;  // -> [vocab]
+
+// What one slot computed in one step.
+struct FakeSlotRecord {
+  size_t sentence = 0;
+  std::vector<int32_t> prefix;  // decoder inputs including the one fed at this step
+};
+
+class FakeStepModel : public StepModel {
+ public:
+  FakeStepModel(int64_t vocab, int32_t eos_id, int32_t start_id, std::vector<int32_t> suppressed, FakeLogitsFn logits)
+      : vocab_(vocab),
+        eos_id_(eos_id),
+        start_id_(start_id),
+        suppressed_(std::move(suppressed)),
+        logits_(std::move(logits)) {}
+
+  int64_t target_vocab_size() const override { return vocab_; }
+  int32_t eos_id() const override { return eos_id_; }
+  int32_t decoder_start_id() const override { return start_id_; }
+  std::vector<int32_t> suppressed_ids() const override { return suppressed_; }
+
+  std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources) override {
+    ++encode_calls;
+    auto state = std::make_unique<State>();
+    for (size_t i = 0; i < sources.size(); ++i) state->entries.push_back(Slot{i, sources[i], {}});
+    return state;
+  }
+
+  Tensor step(DecoderState& decoder_state, const std::vector<int32_t>& input_ids) override {
+    auto& state = dynamic_cast<State&>(decoder_state);
+    SEQTRANS_CHECK(input_ids.size() == state.entries.size(), "fake step: {} ids for {} slots", input_ids.size(),
+                   state.entries.size());
+    std::vector<float> values;  // [slots, vocab]
+    std::vector<FakeSlotRecord> record;
+    for (size_t i = 0; i < input_ids.size(); ++i) {
+      Slot& slot = state.entries[i];
+      slot.prefix.push_back(input_ids[i]);
+      const std::vector<float> row = logits_(slot.source, slot.prefix);  // [vocab]
+      SEQTRANS_CHECK(static_cast<int64_t>(row.size()) == vocab_, "fake logits: {} values for vocab {}", row.size(),
+                     vocab_);
+      values.insert(values.end(), row.begin(), row.end());
+      record.push_back(FakeSlotRecord{slot.sentence, slot.prefix});
+    }
+    steps.push_back(std::move(record));
+    return Tensor::from_floats({static_cast<int64_t>(input_ids.size()), vocab_}, values);
+  }
+
+  void select(DecoderState& decoder_state, const std::vector<int32_t>& sources) override {
+    auto& state = dynamic_cast<State&>(decoder_state);
+    std::vector<Slot> entries;
+    for (int32_t source : sources) {
+      SEQTRANS_CHECK(source >= 0 && static_cast<size_t>(source) < state.entries.size(), "fake select: slot {} of {}",
+                     source, state.entries.size());
+      entries.push_back(state.entries[source]);
+    }
+    state.entries = std::move(entries);
+    selects.push_back(sources);
+  }
+
+  // Slots computed by each step call, in call order.
+  std::vector<std::vector<FakeSlotRecord>> steps;
+  // Arguments of each select call.
+  std::vector<std::vector<int32_t>> selects;
+  int encode_calls = 0;
+
+  // Total slot computations over all steps.
+  size_t slot_steps() const {
+    size_t total = 0;
+    for (const auto& step : steps) total += step.size();
+    return total;
+  }
+
+ private:
+  struct Slot {
+    size_t sentence;
+    std::vector<int32_t> source;
+    std::vector<int32_t> prefix;
+  };
+  struct State : DecoderState {
+    std::vector<Slot> entries;  // one per slot
+    int64_t slots() const override { return static_cast<int64_t>(entries.size()); }
+  };
+
+  int64_t vocab_;
+  int32_t eos_id_;
+  int32_t start_id_;
+  std::vector<int32_t> suppressed_;
+  FakeLogitsFn logits_;
+};
+
+}  // namespace testing
+}  // namespace seqtrans

@@ -1,0 +1,178 @@
+// Random sampling: determinism, agreement with greedy where the filters leave one token, and empirical
+// frequencies against the filtered softmax.
+#include "search/sampling.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "catch.h"
+#include "fake_step_model.h"
+#include "hash_logits.h"
+#include "search/search.h"
+
+namespace seqtrans {
+namespace testing {
+namespace {
+
+const std::vector<std::vector<int32_t>> kSources = {{1, 2, 0}, {3, 0}, {4, 4, 4, 4, 0}, {5, 6, 0}, {2, 0}, {7, 1, 0}};
+
+FakeStepModel hash_model() {
+  return FakeStepModel(10, 0, 9, {9}, [](const std::vector<int32_t>& source, const std::vector<int32_t>& prefix) {
+    return hash_logits(source, prefix, 10, 2.0, 0, 0.5);
+  });
+}
+
+SearchOptions sampling_options(int topk, float topp, float temperature, uint64_t seed) {
+  SearchOptions options;
+  options.beam_size = 1;
+  options.sampling_topk = topk;
+  options.sampling_topp = topp;
+  options.temperature = temperature;
+  options.seed = seed;
+  options.max_length_a = 8;
+  options.max_length_b = 0.0f;
+  return options;
+}
+
+// One step over a fixed distribution: logits log(p) for EOS, 1, 2, 3 and a suppressed pad (id 4).
+const std::vector<double> kProbabilities = {0.1, 0.2, 0.3, 0.35, 0.05};
+
+FakeStepModel fixed_model() {
+  return FakeStepModel(5, 0, 4, {4}, [](const std::vector<int32_t>&, const std::vector<int32_t>&) {
+    std::vector<float> logits;
+    for (double probability : kProbabilities) logits.push_back(static_cast<float>(std::log(probability)));
+    return logits;
+  });
+}
+
+// Frequencies of the first sampled token over `draws` one-step sentences (each with its own stream).
+std::vector<double> first_token_frequencies(const SearchOptions& base, int draws) {
+  SearchOptions options = base;
+  options.max_length_a = 1;
+  FakeStepModel model = fixed_model();
+  const std::vector<std::vector<int32_t>> sources(static_cast<size_t>(draws), std::vector<int32_t>{1, 0});
+  const auto results = search(model, sources, options);
+  std::vector<double> frequencies(5, 0.0);
+  for (const SearchResult& result : results) {
+    const auto& tokens = result.hypotheses[0].tokens;
+    frequencies[tokens.empty() ? 0 : tokens[0]] += 1.0 / draws;
+  }
+  return frequencies;
+}
+
+void check_frequencies(const std::vector<double>& frequencies, const std::vector<double>& expected) {
+  REQUIRE(frequencies.size() == expected.size());
+  for (size_t id = 0; id < expected.size(); ++id) {
+    INFO("id " << id);
+    CHECK(std::abs(frequencies[id] - expected[id]) < 0.015);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sampling: the same seed gives the same output", "[search][sampling]") {
+  FakeStepModel first_model = hash_model();
+  FakeStepModel second_model = hash_model();
+  FakeStepModel other_model = hash_model();
+  const auto first = search(first_model, kSources, sampling_options(0, 1.0f, 1.0f, 42));
+  const auto second = search(second_model, kSources, sampling_options(0, 1.0f, 1.0f, 42));
+  const auto other = search(other_model, kSources, sampling_options(0, 1.0f, 1.0f, 43));
+  bool any_difference = false;
+  for (size_t sentence = 0; sentence < kSources.size(); ++sentence) {
+    CHECK(first[sentence].hypotheses[0].tokens == second[sentence].hypotheses[0].tokens);
+    CHECK(first[sentence].hypotheses[0].score == second[sentence].hypotheses[0].score);
+    any_difference |= first[sentence].hypotheses[0].tokens != other[sentence].hypotheses[0].tokens;
+  }
+  CHECK(any_difference);
+}
+
+TEST_CASE("sampling: top-k 1 and a tiny top-p equal greedy", "[search][sampling]") {
+  FakeStepModel greedy_model = hash_model();
+  SearchOptions greedy = sampling_options(1, 1.0f, 1.0f, 0);
+  const auto expected = search(greedy_model, kSources, greedy);
+  for (const SearchOptions& options :
+       {sampling_options(1, 0.9f, 0.7f, 5), sampling_options(0, 1e-6f, 1.0f, 6), sampling_options(3, 1e-6f, 2.0f, 7)}) {
+    REQUIRE(search_kind(options) == SearchKind::Sampling);
+    FakeStepModel model = hash_model();
+    const auto results = search(model, kSources, options);
+    for (size_t sentence = 0; sentence < kSources.size(); ++sentence) {
+      CHECK(results[sentence].hypotheses[0].tokens == expected[sentence].hypotheses[0].tokens);
+      CHECK(results[sentence].hypotheses[0].score == expected[sentence].hypotheses[0].score);
+      CHECK(results[sentence].hypotheses[0].finished == expected[sentence].hypotheses[0].finished);
+    }
+  }
+}
+
+TEST_CASE("sampling: frequencies follow the softmax of the unsuppressed ids", "[search][sampling]") {
+  // The pad (id 4) is suppressed: the rest renormalize over 0.95.
+  check_frequencies(first_token_frequencies(sampling_options(0, 1.0f, 1.0f, 1), 20000),
+                    {0.1 / 0.95, 0.2 / 0.95, 0.3 / 0.95, 0.35 / 0.95, 0.0});
+}
+
+TEST_CASE("sampling: temperature sharpens the distribution", "[search][sampling]") {
+  // Temperature 0.5 squares the probabilities before renormalizing.
+  const double total = 0.01 + 0.04 + 0.09 + 0.1225;
+  check_frequencies(first_token_frequencies(sampling_options(0, 1.0f, 0.5f, 2), 20000),
+                    {0.01 / total, 0.04 / total, 0.09 / total, 0.1225 / total, 0.0});
+}
+
+TEST_CASE("sampling: top-k keeps the k most likely ids", "[search][sampling]") {
+  check_frequencies(first_token_frequencies(sampling_options(2, 1.0f, 1.0f, 3), 20000),
+                    {0.0, 0.0, 0.3 / 0.65, 0.35 / 0.65, 0.0});
+}
+
+TEST_CASE("sampling: top-p keeps the smallest nucleus reaching p", "[search][sampling]") {
+  // Renormalized: .105, .211, .316, .368. Ascending cumulative .105, .316, .632: with p = 0.6 the
+  // tail <= 0.4 ({0, 1}) goes, leaving {2, 3}.
+  check_frequencies(first_token_frequencies(sampling_options(0, 0.6f, 1.0f, 4), 20000),
+                    {0.0, 0.0, 0.3 / 0.65, 0.35 / 0.65, 0.0});
+}
+
+TEST_CASE("sampling: scores are log-probs under the unmodified log_softmax", "[search][sampling]") {
+  FakeStepModel model = fixed_model();
+  SearchOptions options = sampling_options(2, 0.9f, 0.3f, 9);
+  options.max_length_a = 1;
+  const auto results = search(model, {{1, 0}, {1, 0}, {1, 0}, {1, 0}}, options);
+  for (const SearchResult& result : results) {
+    const Hypothesis& hypothesis = result.hypotheses[0];
+    REQUIRE(hypothesis.tokens.size() == 1);
+    // log_softmax of the raw logits log(p) is log(p): temperature and filters do not enter the score.
+    CHECK(hypothesis.score == Approx(std::log(kProbabilities[hypothesis.tokens[0]])).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("sampling: a sentence's draws do not depend on the rest of the batch", "[search][sampling]") {
+  FakeStepModel batch_model = hash_model();
+  const auto batch = search(batch_model, kSources, sampling_options(0, 1.0f, 1.0f, 11));
+  // Sentence 0 sampled alone uses the same stream (seed, sentence 0).
+  FakeStepModel single_model = hash_model();
+  const auto single = search(single_model, {kSources[0]}, sampling_options(0, 1.0f, 1.0f, 11));
+  CHECK(single[0].hypotheses[0].tokens == batch[0].hypotheses[0].tokens);
+}
+
+TEST_CASE("sampling: the uniform draw and the id draw are fixed by our code", "[search][sampling]") {
+  std::mt19937_64 generator(7);
+  for (int i = 0; i < 1000; ++i) {
+    const double unit = uniform_unit(generator);
+    CHECK(unit >= 0.0);
+    CHECK(unit < 1.0);
+  }
+  const float minus_infinity = -std::numeric_limits<float>::infinity();
+  std::vector<float> only_two = {minus_infinity, 0.0f, minus_infinity};
+  for (int i = 0; i < 100; ++i) CHECK(sample_id(ScoreRow{only_two.data(), 3}, generator) == 1);
+  std::vector<float> none = {minus_infinity, minus_infinity};
+  CHECK(sample_id(ScoreRow{none.data(), 2}, generator) == -1);
+}
+
+TEST_CASE("sampling with beam_size > 1 is refused", "[search][sampling]") {
+  FakeStepModel model = hash_model();
+  SearchOptions options = sampling_options(5, 1.0f, 1.0f, 0);
+  options.beam_size = 2;
+  CHECK_THROWS_WITH(search(model, kSources, options),
+                    "sampling (sampling_topk=5, sampling_topp=1) needs beam_size 1, got beam_size 2");
+}
+
+}  // namespace testing
+}  // namespace seqtrans
