@@ -20,6 +20,8 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
 void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions);
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
 
+void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& ids);
+
 // Sinusoidal position encoding value, Marian layout (sin over the first half of channels, cos over the
 // second), computed in double like Hugging Face's table and rounded to float.
 float sinusoidal_position(int64_t position, int64_t channel, int64_t width);

@@ -133,7 +133,7 @@ std::unique_ptr<DecoderState> EncoderDecoderModel::encode(const std::vector<std:
   return state;
 }
 
-Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int32_t>& input_ids) {
+Tensor EncoderDecoderModel::decode(DecoderState& base_state, const std::vector<int32_t>& input_ids) {
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   const int64_t slots = state.slots();
   SEQTRANS_CHECK(static_cast<int64_t>(input_ids.size()) == slots, "step: {} ids for {} slots", input_ids.size(),
@@ -158,11 +158,37 @@ Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int
   Tensor x = embed(ids_tensor(input_ids, options_.device), positions, target_embedding_);  // [s, d]
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   for (int32_t& position : state.positions) ++position;
+  return x;
+}
+
+Tensor EncoderDecoderModel::step(DecoderState& state, const std::vector<int32_t>& input_ids) {
+  const Tensor x = decode(state, input_ids);
   const ProfileScope profile("output layer");
   Tensor logits = ops::matmul(x, output_weight_);  // [s, V]
   if (output_bias_.defined()) ops::add_bias(logits, output_bias_);
   if (logits.device() != Device::CPU) logits = ops::convert(logits, DataType::F32).to(Device::CPU);
   return logits;
+}
+
+void EncoderDecoderModel::step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids,
+                                          const CandidateRequest& request, StepCandidates& candidates) {
+  const Tensor x = decode(state, input_ids);
+  const ProfileScope profile("output layer");
+  // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects, and
+  // only [slots, k] values and ids are copied back.
+  const Tensor logits = ops::matmul(x, output_weight_);  // [s, V]
+  const Tensor suppressed = ids_tensor(request.suppressed_ids, options_.device);
+  ops::TopkOptions options;
+  options.k = request.k;
+  options.bias = output_bias_.defined() ? &output_bias_ : nullptr;
+  options.suppressed_ids = request.suppressed_ids.empty() ? nullptr : &suppressed;
+  options.algorithm = options_.topk_algorithm;
+  Tensor values, ids;
+  ops::log_softmax_topk(logits, options, values, ids);
+  candidates.slots = logits.dim(0);
+  candidates.k = request.k;
+  candidates.log_probs = values.to_float_vector();
+  candidates.ids = ids.to_int_vector();
 }
 
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {

@@ -13,6 +13,7 @@ namespace seqtrans {
 struct ModelOptions {
   Device device = Device::CPU;
   DataType dtype = DataType::F32;  // compute and weight type on the device
+  ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;
 };
 
 class EncoderDecoderModel : public StepModel {
@@ -31,6 +32,8 @@ class EncoderDecoderModel : public StepModel {
 
   std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources) override;
   Tensor step(DecoderState& state, const std::vector<int32_t>& input_ids) override;
+  void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids, const CandidateRequest& request,
+                       StepCandidates& candidates) override;
   void select(DecoderState& state, const std::vector<int32_t>& sources) override;
 
   // Encoder output for a batch, [b, t, d] with t the longest source; exposed for tests.
@@ -38,6 +41,8 @@ class EncoderDecoderModel : public StepModel {
 
  private:
   Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table) const;
+  // Runs the decoder layers for one step; returns the top layer's output [slots, d].
+  Tensor decode(DecoderState& state, const std::vector<int32_t>& input_ids);
 
   ModelConfig config_;
   ModelOptions options_;

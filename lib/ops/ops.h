@@ -69,6 +69,24 @@ void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions
 // out[i] = x[indices[i]] along the first axis. x: [n, ...]; indices: [m] int32 -> [m, ...].
 Tensor gather_rows(const Tensor& x, const Tensor& indices);
 
+// The fused output layer: per row of logits [rows, V], z = logits + bias, log-probs z - logsumexp(z),
+// suppressed ids set to -inf after normalization (Hugging Face's order), and the k best log-probs with
+// their ids, best first, ties to the lower id -- without writing the normalized row anywhere.
+// values: [rows, k] fp32; ids: [rows, k] int32, both on the logits' device.
+enum class TopkAlgorithm {
+  Auto,            // the fastest exact method for the shape
+  FullScan,        // one pass keeping a running k-best (CUDA: radix select)
+  Hierarchical,    // retrieve-then-rerank: group maxima give a threshold, only groups above it are re-read
+};
+struct TopkOptions {
+  int k = 1;
+  const Tensor* bias = nullptr;            // [V]
+  const Tensor* suppressed_ids = nullptr;  // [n] int32
+  TopkAlgorithm algorithm = TopkAlgorithm::Auto;
+};
+void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& ids);
+inline constexpr int kMaxDeviceTopk = 64;
+
 // Element type conversion (fp32 <-> fp16), on the tensor's device.
 Tensor convert(const Tensor& x, DataType dtype);
 

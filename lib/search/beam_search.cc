@@ -64,19 +64,23 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
   return a.log_prob > b.log_prob || (a.log_prob == b.log_prob && a.flat_index < b.flat_index);
 }
 
-// Keeps the best `capacity` candidates offered so far, in rank order. Rows must be offered in beam order,
-// so that flat indices arrive increasing and an equal score never displaces an earlier candidate.
+// Keeps the best `capacity` candidates offered so far, in rank order. Rows must be offered in beam order
+// (and each row best first, ties to the lower id), so that an equal score never displaces an earlier,
+// lower flat index.
 class TopCandidates {
  public:
   explicit TopCandidates(size_t capacity) : capacity_(capacity) { ranked_.reserve(capacity + 1); }
 
-  void offer_row(int32_t beam, float parent_log_prob, ScoreRow log_probs) {
-    for (int64_t token = 0; token < log_probs.vocab; ++token) {
-      const float log_prob = parent_log_prob + log_probs.values[token];
-      // Skips -inf (suppressed) and NaN.
-      if (!(log_prob > -std::numeric_limits<float>::infinity())) continue;
-      if (ranked_.size() == capacity_ && !(log_prob > ranked_.back().log_prob)) continue;
-      const Candidate candidate{log_prob, beam * log_probs.vocab + token, beam, static_cast<int32_t>(token)};
+  // Offers a row's best continuations ([count] ids and log-probs, best first, as StepCandidates holds
+  // them). The global best 2 * beam_size over beam x vocab are always among the rows' best 2 * beam_size.
+  void offer_candidates(int32_t beam, float parent_log_prob, const int32_t* ids, const float* log_probs, int count,
+                        int64_t vocab) {
+    for (int i = 0; i < count; ++i) {
+      const float log_prob = parent_log_prob + log_probs[i];
+      // The rest of the row is no better: stop at the first that cannot enter.
+      if (!(log_prob > -std::numeric_limits<float>::infinity())) break;
+      if (ranked_.size() == capacity_ && !(log_prob > ranked_.back().log_prob)) break;
+      const Candidate candidate{log_prob, beam * vocab + ids[i], beam, ids[i]};
       ranked_.insert(std::upper_bound(ranked_.begin(), ranked_.end(), candidate, ranks_before), candidate);
       if (ranked_.size() > capacity_) ranked_.pop_back();
     }
@@ -209,7 +213,8 @@ std::vector<SearchResult> beam_search(StepModel& model, const std::vector<std::v
   const BeamSettings settings{static_cast<size_t>(options.beam_size), options.length_penalty, options.beam_stopping,
                               model.eos_id()};
   const std::vector<int> max_lengths = max_generated_lengths(model, sources, options);
-  const LogitsProcessorChain log_prob_chain = make_log_prob_chain(model, options);
+  const std::vector<int32_t> suppressed = suppressed_without_eos(model);
+  const int32_t eos_id = model.eos_id();
 
   // Every sentence starts with one running beam in slot i (HF's other beams are -1e9 placeholders).
   std::vector<SentenceBeam> sentences(sources.size());
@@ -223,22 +228,31 @@ std::vector<SearchResult> beam_search(StepModel& model, const std::vector<std::v
 
   std::vector<SearchResult> results(sources.size());
   std::unique_ptr<DecoderState> state = model.encode(sources);
-  std::vector<float> scratch;  // [vocab]
+  StepCandidates candidates;
+  const int k = static_cast<int>(std::min<int64_t>(2 * settings.beam_size, vocab));
   while (!active.empty()) {
-    const int64_t slots = static_cast<int64_t>(input_ids.size());
-    const Tensor logits = host_logits(model.step(*state, input_ids), slots, vocab);  // [slots, vocab]
+    // All running beams of a batch have generated the same number of tokens.
+    CandidateRequest request{k, suppressed};
+    if (sentences[active.front()].generated < options.min_length) request.suppressed_ids.push_back(eos_id);
+    model.step_candidates(*state, input_ids, request, candidates);  // [slots, k]
 
     std::vector<size_t> next_active;
     std::vector<int32_t> next_sources;    // [next slots] old slot of each new slot
     std::vector<int32_t> next_input_ids;  // [next slots]
     for (size_t index : active) {
       SentenceBeam& sentence = sentences[index];
-      const RowPosition position{sentence.generated, sentence.max_generated};
+      // HF's forced EOS leaves EOS (log-prob 0) as the only continuation at the last allowed step.
+      const bool forced = options.force_eos_at_max_length && sentence.generated == sentence.max_generated - 1;
+      const float zero = 0.0f;
       TopCandidates top(2 * settings.beam_size);
       for (size_t beam = 0; beam < sentence.running.size(); ++beam) {
         const RunningBeam& running = sentence.running[beam];
-        const ScoreRow log_probs = processed_row(logits, running.slot, log_prob_chain, position, scratch);
-        top.offer_row(static_cast<int32_t>(beam), running.log_prob, log_probs);
+        const size_t row = static_cast<size_t>(running.slot) * static_cast<size_t>(k);
+        if (forced)
+          top.offer_candidates(static_cast<int32_t>(beam), running.log_prob, &eos_id, &zero, 1, vocab);
+        else
+          top.offer_candidates(static_cast<int32_t>(beam), running.log_prob, &candidates.ids[row],
+                               &candidates.log_probs[row], k, vocab);
       }
       SEQTRANS_CHECK(!top.ranked().empty(), "sentence {}: no token has a finite score at step {}", index,
                      sentence.generated);
@@ -259,7 +273,7 @@ std::vector<SearchResult> beam_search(StepModel& model, const std::vector<std::v
 
     if (next_active.empty()) break;
     // One select per step reorders beams, expands first-step slots to beams and drops done sentences.
-    if (!is_identity_selection(next_sources, slots)) model.select(*state, next_sources);
+    if (!is_identity_selection(next_sources, static_cast<int64_t>(input_ids.size()))) model.select(*state, next_sources);
     active = std::move(next_active);
     input_ids = std::move(next_input_ids);
   }

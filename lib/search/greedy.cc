@@ -23,13 +23,11 @@ int32_t argmax_id(ScoreRow row) {
 }
 
 std::vector<SearchResult> one_path_search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                          const SearchOptions& options, const TokenPicker& pick) {
+                                          const SearchOptions& options, const StepChooser& choose) {
   check_step_model(model);
   const int64_t vocab = model.target_vocab_size();
   const int32_t eos_id = model.eos_id();
   const std::vector<int> max_lengths = max_generated_lengths(model, sources, options);
-  const LogitsProcessorChain mask_chain = make_mask_chain(model, options);
-  const LogitsProcessorChain log_prob_chain = make_log_prob_chain(model, options);
 
   std::vector<SearchResult> results(sources.size());
   std::vector<Hypothesis> paths(sources.size());
@@ -39,11 +37,14 @@ std::vector<SearchResult> one_path_search(StepModel& model, const std::vector<st
   std::vector<int32_t> input_ids(sources.size(), model.decoder_start_id());  // [slots]
 
   std::unique_ptr<DecoderState> state = model.encode(sources);
-  std::vector<float> masked_scratch;    // [vocab]
-  std::vector<float> log_prob_scratch;  // [vocab]
+  std::vector<RowPosition> positions;
+  std::vector<PathChoice> choices;
   while (!active.empty()) {
     const int64_t slots = static_cast<int64_t>(active.size());
-    const Tensor logits = host_logits(model.step(*state, input_ids), slots, vocab);  // [slots, vocab]
+    positions.clear();
+    for (size_t sentence : active)
+      positions.push_back(RowPosition{static_cast<int>(paths[sentence].tokens.size()), max_lengths[sentence]});
+    choose(*state, input_ids, active, positions, choices);
 
     std::vector<int32_t> kept_slots;
     std::vector<size_t> kept_sentences;
@@ -51,26 +52,21 @@ std::vector<SearchResult> one_path_search(StepModel& model, const std::vector<st
     for (int64_t slot = 0; slot < slots; ++slot) {
       const size_t sentence = active[slot];
       Hypothesis& path = paths[sentence];
-      const RowPosition position{static_cast<int>(path.tokens.size()), max_lengths[sentence]};
+      const PathChoice& choice = choices[slot];
+      SEQTRANS_CHECK(choice.token >= 0 && choice.token < vocab && std::isfinite(choice.log_prob),
+                     "sentence {}: no token has a finite score at step {}", sentence, positions[slot].generated);
+      path.score += choice.log_prob;
 
-      const int32_t token = pick(sentence, processed_row(logits, slot, mask_chain, position, masked_scratch), position);
-      SEQTRANS_CHECK(token >= 0 && token < vocab, "sentence {}: no token has a finite score at step {}", sentence,
-                     position.generated);
-      const ScoreRow log_probs = processed_row(logits, slot, log_prob_chain, position, log_prob_scratch);
-      SEQTRANS_CHECK(std::isfinite(log_probs.values[token]), "sentence {}: chosen token {} has log-prob {} at step {}",
-                     sentence, token, log_probs.values[token], position.generated);
-      path.score += log_probs.values[token];
-
-      if (token == eos_id) {
+      if (choice.token == eos_id) {
         path.finished = true;
       } else {
-        path.tokens.push_back(token);
+        path.tokens.push_back(choice.token);
         if (static_cast<int>(path.tokens.size()) >= max_lengths[sentence]) {
           path.finished = false;
         } else {
           kept_slots.push_back(static_cast<int32_t>(slot));
           kept_sentences.push_back(sentence);
-          next_input_ids.push_back(token);
+          next_input_ids.push_back(choice.token);
           continue;
         }
       }
@@ -86,15 +82,51 @@ std::vector<SearchResult> one_path_search(StepModel& model, const std::vector<st
   return results;
 }
 
+StepChooser logits_chooser(StepModel& model, const SearchOptions& options, const TokenPicker& pick) {
+  // Shared so that the chooser stays copyable (std::function) while the chains are built once.
+  const auto mask_chain = std::make_shared<LogitsProcessorChain>(make_mask_chain(model, options));
+  const auto log_prob_chain = std::make_shared<LogitsProcessorChain>(make_log_prob_chain(model, options));
+  return [&model, pick, mask_chain, log_prob_chain](DecoderState& state, const std::vector<int32_t>& input_ids,
+                                                    const std::vector<size_t>& sentences,
+                                                    const std::vector<RowPosition>& positions,
+                                                    std::vector<PathChoice>& choices) {
+    const int64_t slots = static_cast<int64_t>(input_ids.size());
+    const Tensor logits = host_logits(model.step(state, input_ids), slots, model.target_vocab_size());
+    std::vector<float> masked_scratch, log_prob_scratch;  // [vocab]
+    choices.assign(static_cast<size_t>(slots), PathChoice{});
+    for (int64_t slot = 0; slot < slots; ++slot) {
+      const int32_t token = pick(sentences[slot], processed_row(logits, slot, *mask_chain, positions[slot], masked_scratch),
+                                 positions[slot]);
+      if (token < 0) continue;
+      const ScoreRow log_probs = processed_row(logits, slot, *log_prob_chain, positions[slot], log_prob_scratch);
+      choices[slot] = PathChoice{token, log_probs.values[token]};
+    }
+  };
+}
+
 std::vector<SearchResult> greedy_search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
                                         const SearchOptions& options) {
   validate_options(options);
   SEQTRANS_CHECK(options.num_hypotheses == 1, "greedy search returns 1 hypothesis, got num_hypotheses {}",
                  options.num_hypotheses);
-  return one_path_search(model, sources, options,
-                         [](size_t /*sentence*/, ScoreRow masked_logits, const RowPosition& /*position*/) {
-                           return argmax_id(masked_logits);
-                         });
+  const std::vector<int32_t> suppressed = suppressed_without_eos(model);
+  const int32_t eos_id = model.eos_id();
+  StepCandidates candidates;
+  const StepChooser choose = [&](DecoderState& state, const std::vector<int32_t>& input_ids,
+                                 const std::vector<size_t>& /*sentences*/, const std::vector<RowPosition>& positions,
+                                 std::vector<PathChoice>& choices) {
+    // Every path of one batch has generated the same number of tokens, so one request serves all slots.
+    CandidateRequest request{1, suppressed};
+    if (!positions.empty() && positions.front().generated < options.min_length) request.suppressed_ids.push_back(eos_id);
+    model.step_candidates(state, input_ids, request, candidates);
+    choices.resize(input_ids.size());
+    for (size_t slot = 0; slot < input_ids.size(); ++slot) {
+      const bool forced = options.force_eos_at_max_length &&
+                          positions[slot].generated == positions[slot].max_generated - 1;
+      choices[slot] = forced ? PathChoice{eos_id, 0.0f} : PathChoice{candidates.ids[slot], candidates.log_probs[slot]};
+    }
+  };
+  return one_path_search(model, sources, options, choose);
 }
 
 }  // namespace seqtrans

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "search/search_common.h"
 
 namespace seqtrans {
 
@@ -120,10 +121,7 @@ namespace {
 
 void add_masks(LogitsProcessorChain& chain, const StepModel& model, const SearchOptions& options) {
   const int32_t eos_id = model.eos_id();
-  std::vector<int32_t> suppressed;
-  for (int32_t id : model.suppressed_ids()) {
-    if (id != eos_id) suppressed.push_back(id);
-  }
+  std::vector<int32_t> suppressed = suppressed_without_eos(model);
   if (!suppressed.empty()) chain.add(std::make_unique<SuppressIds>(std::move(suppressed)));
   if (options.min_length > 0) chain.add(std::make_unique<SuppressEosBeforeMinLength>(eos_id, options.min_length));
   if (options.force_eos_at_max_length) chain.add(std::make_unique<ForceEosAtMaxLength>(eos_id));

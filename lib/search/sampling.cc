@@ -57,10 +57,10 @@ std::vector<SearchResult> sampling_search(StepModel& model, const std::vector<st
     generators.push_back(sentence_generator(options.seed, sentence));
   }
   return one_path_search(model, sources, options,
-                         [&](size_t sentence, ScoreRow masked_logits, const RowPosition& position) {
+                         logits_chooser(model, options, [&](size_t sentence, ScoreRow masked_logits, const RowPosition& position) {
                            sampling_chain.apply(masked_logits, position);
                            return sample_id(masked_logits, generators[sentence]);
-                         });
+                         }));
 }
 
 }  // namespace seqtrans

@@ -27,6 +27,13 @@ Tensor host_logits(const Tensor& logits, int64_t slots, int64_t vocab) {
   return host.to(DataType::F32);
 }
 
+std::vector<int32_t> suppressed_without_eos(const StepModel& model) {
+  std::vector<int32_t> suppressed;
+  for (int32_t id : model.suppressed_ids())
+    if (id != model.eos_id()) suppressed.push_back(id);
+  return suppressed;
+}
+
 std::vector<int> max_generated_lengths(const StepModel& model, const std::vector<std::vector<int32_t>>& sources,
                                        const SearchOptions& options) {
   std::vector<int> lengths;

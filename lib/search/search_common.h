@@ -18,6 +18,9 @@ void check_step_model(const StepModel& model);
 // The step output as a host fp32 tensor, after checking that it is [slots, vocab].
 Tensor host_logits(const Tensor& logits, int64_t slots, int64_t vocab);  // [slots, vocab]
 
+// The model's suppressed ids without EOS (HF's NoBadWords processor never bans EOS).
+std::vector<int32_t> suppressed_without_eos(const StepModel& model);
+
 // One maximum generated length per source sentence, capped by the model's max_target_length().
 std::vector<int> max_generated_lengths(const StepModel& model, const std::vector<std::vector<int32_t>>& sources,
                                        const SearchOptions& options);

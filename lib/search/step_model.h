@@ -19,6 +19,21 @@ class DecoderState {
   virtual int64_t slots() const = 0;
 };
 
+// What search asks of one decoding step when it needs only the best continuations (greedy, beam).
+struct CandidateRequest {
+  int k = 1;                            // continuations per slot, 1 <= k <= vocabulary size
+  std::vector<int32_t> suppressed_ids;  // set to -inf after log_softmax (Hugging Face's order)
+};
+
+// Per slot, the k best next tokens by log-prob (log_softmax over the whole vocabulary, then the
+// suppressed ids masked), best first, ties to the lower id; a row with fewer finite entries ends in -inf.
+struct StepCandidates {
+  int64_t slots = 0;
+  int k = 0;
+  std::vector<float> log_probs;  // [slots, k]
+  std::vector<int32_t> ids;      // [slots, k]
+};
+
 class StepModel {
  public:
   virtual ~StepModel() = default;
@@ -37,6 +52,12 @@ class StepModel {
   // Feeds one token per slot ([slots]) and returns next-token logits, the output bias included.
   // Returns [slots, target_vocab_size], fp32.
   virtual Tensor step(DecoderState& state, const std::vector<int32_t>& input_ids) = 0;
+
+  // Feeds one token per slot and returns the k best continuations of every slot. The default normalizes
+  // the logits of step() on the host; models override it to select on the device (fused output layer),
+  // so that only [slots, k] values cross to the host.
+  virtual void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids,
+                               const CandidateRequest& request, StepCandidates& candidates);
 
   // Rebuilds the state so that new slot i continues old slot `sources[i]`. Serves beam reordering,
   // expanding one slot per sentence into beam-size slots, and dropping finished slots (the shrinking batch).

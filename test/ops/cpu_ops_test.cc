@@ -1,5 +1,8 @@
 // Each CPU op against a naive formula, in double, on fresh random inputs.
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 
 #include "catch.h"
 #include "cpu/cpu_ops.h"
@@ -199,4 +202,44 @@ TEST_CASE("fp16 conversion round-trips representable values and rounds to neares
   CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) == 1.0f + 1.0f / 512);
   CHECK(std::isinf(half_to_float(float_to_half(70000.0f))));
   CHECK(std::isnan(half_to_float(float_to_half(std::nanf("")))));
+}
+
+TEST_CASE("log_softmax_topk equals a full sort of the normalized row, with ties and -inf", "[ops]") {
+  const int64_t rows = 5, vocab = 300;
+  Tensor logits = random_floats({rows, vocab}, -5.0f, 5.0f);
+  float* values = logits.data<float>();
+  for (int64_t i = 0; i < vocab; i += 7) values[i] = 2.0f;  // many exact ties in row 0
+  for (int64_t i = 0; i < vocab; i += 3) values[vocab + i] = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab; ++i) values[2 * vocab + i] = -std::numeric_limits<float>::infinity();
+  Tensor bias = random_floats({vocab});
+  for (int64_t i = 0; i < vocab; i += 7) bias.data<float>()[i] = 0.5f;  // keeps row 0's ties after the bias
+  const Tensor suppressed = Tensor::from_ints({2}, {5, 14});
+  for (int k : {1, 8, 64}) {
+    ops::TopkOptions options;
+    options.k = k;
+    options.bias = &bias;
+    options.suppressed_ids = &suppressed;
+    Tensor top_values, top_ids;
+    ops::log_softmax_topk(logits, options, top_values, top_ids);
+    const auto got_values = top_values.to_float_vector();
+    const auto got_ids = top_ids.to_int_vector();
+    const auto lv = logits.to_float_vector(), bv = bias.to_float_vector();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> z(vocab);
+      double top = -INFINITY, sum = 0;
+      for (int64_t i = 0; i < vocab; ++i) top = std::max(top, z[i] = double(lv[r * vocab + i]) + bv[i]);
+      for (int64_t i = 0; i < vocab; ++i) sum += std::isinf(top) ? 0 : std::exp(z[i] - top);
+      for (int64_t i = 0; i < vocab; ++i) z[i] = std::isinf(top) ? -INFINITY : z[i] - top - std::log(sum);
+      z[5] = z[14] = -INFINITY;
+      std::vector<int32_t> order(vocab);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return z[a] > z[b]; });
+      for (int i = 0; i < k; ++i) {
+        INFO("row " << r << " k " << k << " rank " << i);
+        CHECK(got_ids[r * k + i] == order[i]);
+        if (std::isinf(z[order[i]])) CHECK(std::isinf(got_values[r * k + i]));
+        else CHECK(std::abs(got_values[r * k + i] - z[order[i]]) < 1e-5);
+      }
+    }
+  }
 }
