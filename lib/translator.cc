@@ -40,7 +40,9 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   if (options_.cpu_threads > 0) openblas_set_num_threads(options_.cpu_threads);
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
   tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
-  model_ = std::make_unique<EncoderDecoderModel>(*file_, ModelOptions{options_.device, options_.dtype});
+  options_.model.device = options_.device;
+  options_.model.dtype = options_.dtype;
+  model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
   options_.max_input_length =
       std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
 }

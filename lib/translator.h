@@ -12,12 +12,11 @@
 #include "batching/options.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "models/encoder_decoder_model.h"
 #include "search/options.h"
 
 namespace seqtrans {
 
-class ModelFile;
-class EncoderDecoderModel;
 class Tokenizer;
 
 struct TranslatorOptions {
@@ -31,6 +30,7 @@ struct TranslatorOptions {
   // beyond the model's positions.
   size_t max_input_length = 1024;
   int cpu_threads = 0;  // 0 = the BLAS library's default
+  ModelOptions model;   // device and dtype are taken from the fields above
 };
 
 // One translated line: n-best texts, best first, with their scores.

@@ -172,6 +172,10 @@ Tensor EncoderDecoderModel::step(DecoderState& state, const std::vector<int32_t>
 
 void EncoderDecoderModel::step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids,
                                           const CandidateRequest& request, StepCandidates& candidates) {
+  if (!options_.fused_output) {
+    StepModel::step_candidates(state, input_ids, request, candidates);
+    return;
+  }
   const Tensor x = decode(state, input_ids);
   const ProfileScope profile("output layer");
   // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects, and

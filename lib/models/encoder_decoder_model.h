@@ -14,6 +14,8 @@ struct ModelOptions {
   Device device = Device::CPU;
   DataType dtype = DataType::F32;  // compute and weight type on the device
   ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;
+  // false: copy the full logits to the host and select there (the benchmark's --no-fused-topk ablation).
+  bool fused_output = true;
 };
 
 class EncoderDecoderModel : public StepModel {
