@@ -5,6 +5,7 @@
 
 #include "batching/batch_builder.h"
 #include "models/encoder_decoder_model.h"
+#include "ops/runtime.h"
 #include "models/model_file.h"
 #include "search/search.h"
 #include "text/tokenizer.h"
@@ -19,6 +20,23 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Device memory taken at start: the weights plus the largest batch's working set (decoder caches for
+// every beam up to the model's positions, encoder activations of a full token budget), with headroom.
+// The arena still grows if a batch needs more, but a well-sized reservation makes that rare.
+size_t device_reservation(const ModelFile& file, const TranslatorOptions& options) {
+  const ModelConfig& config = file.config();
+  const size_t element = options.dtype == DataType::F16 ? 2 : 4;
+  size_t weights = 0;
+  for (const auto& [name, tensor] : file.tensors()) weights += static_cast<size_t>(tensor.elements()) * element;
+  const size_t slots = options.batching.max_batch_size * static_cast<size_t>(options.search.beam_size);
+  const size_t steps = std::min<size_t>(config.max_positions, 256);
+  const size_t caches = 2 * slots * steps * config.d_model * element * config.decoder.num_layers;
+  const size_t encoder = options.batching.max_batch_tokens *
+                         (4 * config.d_model + std::max(config.encoder.ffn_dim, config.decoder.ffn_dim)) * element * 4;
+  const size_t logits = slots * static_cast<size_t>(config.target_vocab_size) * element;
+  return weights + caches + encoder + 2 * logits + (64u << 20);
 }
 
 TokenizerSpec tokenizer_spec(const ModelFile& file) {
@@ -39,6 +57,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   SEQTRANS_CHECK(options_.max_input_length >= 1, "--max-input-length must be at least 1");
   if (options_.cpu_threads > 0) openblas_set_num_threads(options_.cpu_threads);
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
+  ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, options_));
   tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;

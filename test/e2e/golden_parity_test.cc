@@ -7,6 +7,7 @@
 #include "models/encoder_decoder_model.h"
 #include "search/search.h"
 #include "support/golden.h"
+#include "support/gpu.h"
 #include "support/model_builder.h"
 #include "text/tokenizer.h"
 
@@ -101,4 +102,21 @@ TEST_CASE("the tokenizer reproduces Hugging Face's source ids for the golden inp
   std::cout << fmt::format("tokenizer: {}/{} golden sources identical to MarianTokenizer\n", identical,
                            golden.cases.size());
   CHECK(identical == golden.cases.size());
+}
+
+TEST_CASE("GPU fp32 matches Hugging Face generate() like the CPU does", "[gpu][e2e][parity]") {
+  REQUIRE_GPU_OR_SKIP();
+  for (const char* golden : {"marian_tiny_greedy.tsv", "marian_tiny_beam4.tsv"}) {
+    const ParityReport report = check_parity(golden, Device::CUDA, DataType::F32, 16);
+    CHECK(report.identical >= report.total * 99 / 100);
+    CHECK(report.max_score_difference <= 1e-3);
+  }
+}
+
+TEST_CASE("GPU fp16 stays close to Hugging Face generate()", "[gpu][e2e][parity]") {
+  REQUIRE_GPU_OR_SKIP();
+  for (const char* golden : {"marian_tiny_greedy.tsv", "marian_tiny_beam4.tsv"}) {
+    const ParityReport report = check_parity(golden, Device::CUDA, DataType::F16, 16);
+    CHECK(report.identical >= report.total * 97 / 100);
+  }
 }

@@ -1,0 +1,40 @@
+#include "ops/runtime.h"
+
+#ifdef SEQTRANS_WITH_CUDA
+#include "cuda/runtime/context.h"
+#endif
+
+#include "core/error.h"
+
+namespace seqtrans::ops {
+
+void initialize_device(Device device, int device_index, size_t reserve_bytes) {
+  if (device == Device::CPU) return;
+#ifdef SEQTRANS_WITH_CUDA
+  cuda::RuntimeOptions options;
+  options.device_index = device_index;
+  options.memory.initial_bytes = reserve_bytes;
+  cuda::initialize(options);
+#else
+  (void)device_index;
+  (void)reserve_bytes;
+  throw Error("this build of seqtrans has no CUDA support");
+#endif
+}
+
+DeviceMemory device_memory(Device device) {
+  DeviceMemory memory;
+#ifdef SEQTRANS_WITH_CUDA
+  if (device == Device::CUDA && cuda::initialized()) {
+    const cuda::MemoryStats stats = cuda::memory_stats();
+    memory.reservations = stats.cuda_malloc_calls;
+    memory.bytes_reserved = stats.bytes_reserved;
+    memory.peak_bytes_in_use = stats.peak_bytes_in_use;
+  }
+#else
+  (void)device;
+#endif
+  return memory;
+}
+
+}  // namespace seqtrans::ops
