@@ -149,13 +149,17 @@ Tensor EncoderDecoderModel::decode(DecoderState& base_state, const std::vector<i
     state.capacity = capacity;
   }
 
-  std::vector<int32_t> key_lengths(state.positions);
-  for (int32_t& length : key_lengths) ++length;
-  const Tensor positions = ids_tensor(state.positions, options_.device);
-  const Tensor lengths = ids_tensor(key_lengths, options_.device);
+  // One host-to-device copy per step carries the ids, positions and key lengths ([3, s]).
+  std::vector<int32_t> step_inputs(input_ids);
+  step_inputs.insert(step_inputs.end(), state.positions.begin(), state.positions.end());
+  for (int32_t position : state.positions) step_inputs.push_back(position + 1);
+  const Tensor packed = ids_tensor(step_inputs, options_.device).reshape({3, slots});
+  const Tensor ids = packed.slice_rows(0, 1).reshape({slots});
+  const Tensor positions = packed.slice_rows(1, 2).reshape({slots});
+  const Tensor lengths = packed.slice_rows(2, 3).reshape({slots});
   const DecoderStepInputs inputs{positions, lengths, state.source_lengths};
 
-  Tensor x = embed(ids_tensor(input_ids, options_.device), positions, target_embedding_);  // [s, d]
+  Tensor x = embed(ids, positions, target_embedding_);  // [s, d]
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   for (int32_t& position : state.positions) ++position;
   return x;
@@ -181,7 +185,11 @@ void EncoderDecoderModel::step_candidates(DecoderState& state, const std::vector
   // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects, and
   // only [slots, k] values and ids are copied back.
   const Tensor logits = ops::matmul(x, output_weight_);  // [s, V]
-  const Tensor suppressed = ids_tensor(request.suppressed_ids, options_.device);
+  if (request.suppressed_ids != suppressed_host_) {  // usually the same list every step: copy it once
+    suppressed_host_ = request.suppressed_ids;
+    suppressed_device_ = ids_tensor(suppressed_host_, options_.device);
+  }
+  const Tensor& suppressed = suppressed_device_;
   ops::TopkOptions options;
   options.k = request.k;
   options.bias = output_bias_.defined() ? &output_bias_ : nullptr;

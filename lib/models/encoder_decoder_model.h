@@ -54,6 +54,8 @@ class EncoderDecoderModel : public StepModel {
   Tensor target_positions_;
   Tensor output_weight_;     // [V_tgt, d]
   Tensor output_bias_;       // [V_tgt], undefined when the model has none
+  std::vector<int32_t> suppressed_host_;  // the last suppressed-id list and its device copy
+  Tensor suppressed_device_;
   std::vector<EncoderLayer> encoder_layers_;
   std::vector<DecoderLayer> decoder_layers_;
 };

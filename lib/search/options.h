@@ -36,6 +36,11 @@ struct SearchOptions {
   int min_length = 0;
   // Force EOS as the last token when the maximum length is reached (HF forced_eos_token_id).
   bool force_eos_at_max_length = false;
+  // true: a sentence leaves the decoder batch as soon as it is done, so later steps compute only the
+  // sentences still searching. false: the naive batching that the benchmark's --naive-batching ablation
+  // measures: done sentences keep their slots (beam_size each in beam search) and are stepped, their
+  // outputs ignored, until every sentence of the batch is done. Results are the same either way.
+  bool shrink_batch = true;
 
   // Sampling: used when sampling_topk != 1 (0 = whole vocabulary) or sampling_topp < 1.
   int sampling_topk = 1;
