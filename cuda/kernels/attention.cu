@@ -1,0 +1,336 @@
+// attention: fused scores, masked softmax and weighted sum over variable-length padded batches.
+// Two kernels, one launch per call:
+// - decode (few queries, e.g. the decoder step, tq = 1): one block per (query, head, batch row); groups
+//   of lanes compute one key's score with 16-byte loads, the block normalizes the scores in shared
+//   memory, then (key partition, column) threads accumulate values and reduce across partitions;
+// - tiled (many queries, the encoder): one block per 16 queries of a (head, batch row); 32-key tiles of
+//   keys and values staged in shared memory (fp32, odd row stride), one key per lane, 4 queries per warp,
+//   online softmax per query (flash style).
+// Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/cuda_ops.h"
+
+namespace seqtrans::cuda {
+namespace {
+
+constexpr int kDecodeThreads = 128;
+constexpr int kTiledThreads = 128;
+constexpr int kTileQueries = 16;
+constexpr int kQueriesPerWarp = 4;
+constexpr int kTileKeys = 32;
+// From this many queries on, the tiled kernel reads each key and value once per 16 queries instead of
+// once per query.
+constexpr int64_t kTiledMinQueries = 8;
+constexpr int kTiledMaxHeadDim = 256;
+
+struct AttentionArguments {
+  int query_len;
+  int key_capacity;
+  int width;
+  int head_dim;
+  float scale;
+};
+
+template <typename T, int N>
+__global__ void __launch_bounds__(kDecodeThreads)
+    attention_decode_kernel(const T* __restrict__ query, const T* __restrict__ keys, const T* __restrict__ values,
+                            const int32_t* __restrict__ key_lengths, T* __restrict__ out, AttentionArguments args,
+                            int lanes_per_key) {
+  using V = Vector<T, N>;
+  extern __shared__ float shared[];
+  float* scores = shared;                       // [key_capacity]
+  float* query_row = scores + args.key_capacity;  // [head_dim]
+  float* partial = query_row + args.head_dim;     // [partitions, head_dim]
+  __shared__ float scratch[32];
+
+  const int t = blockIdx.x, head = blockIdx.y, b = blockIdx.z;
+  const int key_len = min(max(key_lengths[b], 0), args.key_capacity);
+  const int64_t query_offset = (static_cast<int64_t>(b) * args.query_len + t) * args.width +
+                               static_cast<int64_t>(head) * args.head_dim;
+  for (int c = threadIdx.x; c < args.head_dim; c += blockDim.x) query_row[c] = to_float(query[query_offset + c]);
+  __syncthreads();
+
+  const int vectors = args.head_dim / N;
+  const int64_t head_base = static_cast<int64_t>(b) * args.key_capacity * args.width +
+                            static_cast<int64_t>(head) * args.head_dim;
+  const int keys_per_pass = blockDim.x / lanes_per_key;
+  const int lane_in_group = threadIdx.x % lanes_per_key;
+  for (int first = 0; first < key_len; first += keys_per_pass) {
+    const int j = first + static_cast<int>(threadIdx.x) / lanes_per_key;
+    float dot = 0.0f;
+    if (j < key_len) {
+      const V* row = reinterpret_cast<const V*>(keys + head_base + static_cast<int64_t>(j) * args.width);
+      for (int v = lane_in_group; v < vectors; v += lanes_per_key) {
+        const V key = row[v];
+#pragma unroll
+        for (int e = 0; e < N; ++e) dot += query_row[v * N + e] * to_float(key.value[e]);
+      }
+    }
+    for (int offset = lanes_per_key / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullMask, dot, offset);
+    if (lane_in_group == 0 && j < key_len) scores[j] = dot * args.scale;
+  }
+  __syncthreads();
+
+  float local_max = -INFINITY;
+  for (int j = threadIdx.x; j < key_len; j += blockDim.x) local_max = fmaxf(local_max, scores[j]);
+  const float max_score = block_max(local_max, scratch);
+  float local_sum = 0.0f;
+  for (int j = threadIdx.x; j < key_len; j += blockDim.x) {
+    const float weight = expf(scores[j] - max_score);
+    scores[j] = weight;
+    local_sum += weight;
+  }
+  const float total = block_sum(local_sum, scratch);  // its barriers also publish the weights
+
+  const int partitions = blockDim.x / vectors;
+  const int partition = threadIdx.x / vectors, column = threadIdx.x % vectors;
+  if (partition < partitions) {
+    float sum[N] = {};
+    for (int j = partition; j < key_len; j += partitions) {
+      const float weight = scores[j];
+      const V value = reinterpret_cast<const V*>(values + head_base + static_cast<int64_t>(j) * args.width)[column];
+#pragma unroll
+      for (int e = 0; e < N; ++e) sum[e] += weight * to_float(value.value[e]);
+    }
+#pragma unroll
+    for (int e = 0; e < N; ++e) partial[partition * args.head_dim + column * N + e] = sum[e];
+  }
+  __syncthreads();
+  const float inverse_total = total > 0.0f ? 1.0f / total : 0.0f;
+  for (int c = threadIdx.x; c < args.head_dim; c += blockDim.x) {
+    float sum = 0.0f;
+    for (int p = 0; p < partitions; ++p) sum += partial[p * args.head_dim + c];
+    out[query_offset + c] = from_float<T>(sum * inverse_total);
+  }
+}
+
+// Stages keys and values [first_key, first_key + 32) of one head as fp32 in shared memory, zeros past the
+// length (cache memory there may hold anything, even NaN). N: elements per global load.
+template <typename T, int N>
+__device__ __forceinline__ void stage_key_tile(const T* __restrict__ keys, const T* __restrict__ values,
+                                               int64_t head_base, int first_key, int key_len, int width, int head_dim,
+                                               float* key_tile, float* value_tile) {
+  using V = Vector<T, N>;
+  const int row_vectors = head_dim / N, stride = head_dim + 1;
+  // Lane = key row: with the odd row stride, each store instruction hits 32 distinct banks.
+  for (int i = threadIdx.x; i < kTileKeys * row_vectors; i += blockDim.x) {
+    const int r = i % kTileKeys, c = (i / kTileKeys) * N, key = first_key + r;
+    V k{}, v{};
+    if (key < key_len) {
+      const int64_t offset = head_base + static_cast<int64_t>(key) * width + c;
+      k = *reinterpret_cast<const V*>(keys + offset);
+      v = *reinterpret_cast<const V*>(values + offset);
+    }
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      key_tile[r * stride + c + e] = to_float(k.value[e]);
+      value_tile[r * stride + c + e] = to_float(v.value[e]);
+    }
+  }
+}
+
+// kChannels: head channels per lane (head_dim <= 32 * kChannels); N: elements per global load.
+template <typename T, int kChannels, int N>
+__global__ void __launch_bounds__(kTiledThreads, 4)
+    attention_tiled_kernel(const T* __restrict__ query, const T* __restrict__ keys, const T* __restrict__ values,
+                           const int32_t* __restrict__ key_lengths, T* __restrict__ out, AttentionArguments args) {
+  extern __shared__ float shared[];
+  const int head_dim = args.head_dim, key_stride = head_dim + 1;  // odd stride: lanes hit distinct banks
+  float* query_tile = shared;                                 // [16, head_dim]
+  float* key_tile = query_tile + kTileQueries * head_dim;     // [32, head_dim + 1]
+  float* value_tile = key_tile + kTileKeys * key_stride;      // [32, head_dim + 1]
+
+  const int head = blockIdx.y, b = blockIdx.z, first_query = blockIdx.x * kTileQueries;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int key_len = min(max(key_lengths[b], 0), args.key_capacity);
+  const int64_t head_offset = static_cast<int64_t>(head) * head_dim;
+
+  for (int i = threadIdx.x; i < kTileQueries * head_dim; i += blockDim.x) {
+    const int t = first_query + i / head_dim;
+    query_tile[i] = t < args.query_len
+                        ? to_float(query[(static_cast<int64_t>(b) * args.query_len + t) * args.width + head_offset +
+                                         i % head_dim])
+                        : 0.0f;
+  }
+
+  float running_max[kQueriesPerWarp], running_sum[kQueriesPerWarp], acc[kQueriesPerWarp][kChannels];
+#pragma unroll
+  for (int q = 0; q < kQueriesPerWarp; ++q) {
+    running_max[q] = -INFINITY;
+    running_sum[q] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kChannels; ++i) acc[q][i] = 0.0f;
+  }
+  const float* warp_queries = query_tile + warp * kQueriesPerWarp * head_dim;
+
+  for (int first_key = 0; first_key < key_len; first_key += kTileKeys) {
+    __syncthreads();  // the previous tile is consumed (and, the first time, the queries are staged)
+    stage_key_tile<T, N>(keys, values, static_cast<int64_t>(b) * args.key_capacity * args.width + head_offset,
+                         first_key, key_len, args.width, head_dim, key_tile, value_tile);
+    __syncthreads();
+
+    const bool valid = first_key + lane < key_len;
+    const int tile_keys = min(kTileKeys, key_len - first_key);
+    float weight[kQueriesPerWarp] = {};
+    const float* key_row = key_tile + lane * key_stride;
+    if (head_dim % 4 == 0) {
+      // Four channels of four queries per step: one 16-byte broadcast load per query.
+      for (int c = 0; c < head_dim; c += 4) {
+        const float k0 = key_row[c], k1 = key_row[c + 1], k2 = key_row[c + 2], k3 = key_row[c + 3];
+#pragma unroll
+        for (int q = 0; q < kQueriesPerWarp; ++q) {
+          const float4 query4 = *reinterpret_cast<const float4*>(warp_queries + q * head_dim + c);
+          weight[q] += query4.x * k0 + query4.y * k1 + query4.z * k2 + query4.w * k3;
+        }
+      }
+    } else {
+#pragma unroll 4
+      for (int c = 0; c < head_dim; ++c) {
+        const float k = key_row[c];
+#pragma unroll
+        for (int q = 0; q < kQueriesPerWarp; ++q) weight[q] += warp_queries[q * head_dim + c] * k;
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kQueriesPerWarp; ++q) {
+      const float score = valid ? weight[q] * args.scale : -INFINITY;
+      const float new_max = fmaxf(running_max[q], warp_max(score));  // finite: the tile has a valid key
+      const float rescale = expf(running_max[q] - new_max);
+      weight[q] = valid ? expf(score - new_max) : 0.0f;
+      running_sum[q] = running_sum[q] * rescale + warp_sum(weight[q]);
+      running_max[q] = new_max;
+#pragma unroll
+      for (int i = 0; i < kChannels; ++i) acc[q][i] *= rescale;
+    }
+    for (int j = 0; j < tile_keys; ++j) {
+      float value[kChannels];
+#pragma unroll
+      for (int i = 0; i < kChannels; ++i) {
+        const int c = lane + 32 * i;
+        value[i] = c < head_dim ? value_tile[j * key_stride + c] : 0.0f;
+      }
+#pragma unroll
+      for (int q = 0; q < kQueriesPerWarp; ++q) {
+        const float w = __shfl_sync(kFullMask, weight[q], j);
+#pragma unroll
+        for (int i = 0; i < kChannels; ++i) acc[q][i] += w * value[i];
+      }
+    }
+  }
+
+#pragma unroll
+  for (int q = 0; q < kQueriesPerWarp; ++q) {
+    const int t = first_query + warp * kQueriesPerWarp + q;
+    if (t >= args.query_len) continue;
+    const float inverse_sum = running_sum[q] > 0.0f ? 1.0f / running_sum[q] : 0.0f;
+    T* out_row = out + (static_cast<int64_t>(b) * args.query_len + t) * args.width + head_offset;
+#pragma unroll
+    for (int i = 0; i < kChannels; ++i) {
+      const int c = lane + 32 * i;
+      if (c < head_dim) out_row[c] = from_float<T>(acc[q][i] * inverse_sum);
+    }
+  }
+}
+
+// Raises a kernel's dynamic shared memory limit past the default when a launch needs it.
+template <typename Kernel>
+void allow_shared_memory(Kernel kernel, size_t bytes, const char* what) {
+  const cudaDeviceProp& properties = context().properties;
+  SEQTRANS_CHECK(bytes <= properties.sharedMemPerBlockOptin,
+                 "attention: {} needs {} bytes of shared memory, the device allows {}", what, bytes,
+                 properties.sharedMemPerBlockOptin);
+  if (bytes <= properties.sharedMemPerBlock) return;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+template <typename T, int N>
+void launch_decode(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+                   const AttentionArguments& args, Tensor& out, cudaStream_t stream) {
+  const int vectors = args.head_dim / N;
+  SEQTRANS_CHECK(vectors <= kDecodeThreads, "attention: head size {} is too large for the CUDA kernel", args.head_dim);
+  int lanes_per_key = 1;
+  while (lanes_per_key < vectors && lanes_per_key < 32) lanes_per_key *= 2;
+  const int partitions = kDecodeThreads / vectors;
+  const size_t shared_bytes =
+      sizeof(float) * (static_cast<size_t>(args.key_capacity) + args.head_dim + static_cast<size_t>(partitions) * args.head_dim);
+  allow_shared_memory(attention_decode_kernel<T, N>, shared_bytes, "a key length this long");
+  const dim3 grid(static_cast<unsigned>(args.query_len), static_cast<unsigned>(query.dim(2) / args.head_dim),
+                  static_cast<unsigned>(query.dim(0)));
+  attention_decode_kernel<T, N><<<grid, kDecodeThreads, shared_bytes, stream>>>(
+      query.data<T>(), keys.data<T>(), values.data<T>(), key_lengths.data<int32_t>(), out.data<T>(), args,
+      lanes_per_key);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, int kChannels, int N>
+void launch_tiled_with(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+                       const AttentionArguments& args, Tensor& out, cudaStream_t stream) {
+  const size_t shared_bytes =
+      sizeof(float) * (static_cast<size_t>(kTileQueries) * args.head_dim + 2 * kTileKeys * (args.head_dim + 1));
+  allow_shared_memory(attention_tiled_kernel<T, kChannels, N>, shared_bytes, "this head size");
+  const dim3 grid(static_cast<unsigned>((args.query_len + kTileQueries - 1) / kTileQueries),
+                  static_cast<unsigned>(query.dim(2) / args.head_dim), static_cast<unsigned>(query.dim(0)));
+  attention_tiled_kernel<T, kChannels, N><<<grid, kTiledThreads, shared_bytes, stream>>>(
+      query.data<T>(), keys.data<T>(), values.data<T>(), key_lengths.data<int32_t>(), out.data<T>(), args);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, int kChannels>
+void launch_tiled(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+                  const AttentionArguments& args, Tensor& out, cudaStream_t stream) {
+  constexpr int kWidth = kVectorWidth<T>;
+  // 16-byte loads of key and value rows need every head row to start on a 16-byte boundary.
+  if (args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(keys.raw(), 16) &&
+      is_aligned(values.raw(), 16))
+    return launch_tiled_with<T, kChannels, kWidth>(query, keys, values, key_lengths, args, out, stream);
+  launch_tiled_with<T, kChannels, 1>(query, keys, values, key_lengths, args, out, stream);
+}
+
+template <typename T>
+void launch_attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+                      const AttentionArguments& args, Tensor& out, cudaStream_t stream) {
+  if (args.query_len >= kTiledMinQueries && args.head_dim <= kTiledMaxHeadDim) {
+    if (args.head_dim <= 32) return launch_tiled<T, 1>(query, keys, values, key_lengths, args, out, stream);
+    if (args.head_dim <= 64) return launch_tiled<T, 2>(query, keys, values, key_lengths, args, out, stream);
+    if (args.head_dim <= 128) return launch_tiled<T, 4>(query, keys, values, key_lengths, args, out, stream);
+    return launch_tiled<T, 8>(query, keys, values, key_lengths, args, out, stream);
+  }
+  constexpr int kWidth = kVectorWidth<T>;
+  // 16-byte loads need every head row to start on a 16-byte boundary.
+  const bool vectorized = args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(query.raw(), 16) &&
+                          is_aligned(keys.raw(), 16) && is_aligned(values.raw(), 16);
+  if (vectorized) return launch_decode<T, kWidth>(query, keys, values, key_lengths, args, out, stream);
+  launch_decode<T, 1>(query, keys, values, key_lengths, args, out, stream);
+}
+
+}  // namespace
+
+void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+               const ops::AttentionOptions& options, Tensor& out, cudaStream_t stream) {
+  const char* op = "attention";
+  check_on_device(op, "query", query);
+  check_on_device(op, "keys", keys);
+  check_on_device(op, "values", values);
+  check_on_device(op, "key_lengths", key_lengths);
+  check_same_dtype(op, "keys", keys, query.dtype());
+  check_same_dtype(op, "values", values, query.dtype());
+  const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
+  if (batch == 0 || query_len == 0 || width == 0) return;
+  const cudaDeviceProp& properties = context().properties;
+  SEQTRANS_CHECK(batch <= properties.maxGridSize[2] && options.num_heads <= properties.maxGridSize[1] &&
+                     query_len <= properties.maxGridSize[0] && keys.dim(1) <= (int64_t{1} << 30),
+                 "attention: shape {} x {} exceeds the CUDA grid limits", shape_string(query.shape()),
+                 shape_string(keys.shape()));
+  AttentionArguments args;
+  args.query_len = static_cast<int>(query_len);
+  args.key_capacity = static_cast<int>(keys.dim(1));
+  args.width = static_cast<int>(width);
+  args.head_dim = static_cast<int>(width / options.num_heads);
+  args.scale = options.scale;
+  if (query.dtype() == DataType::F16)
+    launch_attention<__half>(query, keys, values, key_lengths, args, out, stream);
+  else
+    launch_attention<float>(query, keys, values, key_lengths, args, out, stream);
+}
+
+}  // namespace seqtrans::cuda

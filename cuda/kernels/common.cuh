@@ -1,0 +1,103 @@
+// Shared device helpers: fp16/fp32 conversion, warp and block reductions, vectorized loads, launch sizes.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "cuda/runtime/check.h"
+#include "cuda/runtime/context.h"
+
+namespace seqtrans::cuda {
+
+// ---- element conversion (fp16 storage, fp32 arithmetic) ----
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+
+// ---- vectors: N elements moved as one aligned access (16 bytes for the widest) ----
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vector {
+  T value[N];
+};
+
+// Elements of T in one 16-byte access.
+template <typename T>
+constexpr int kVectorWidth = 16 / sizeof(T);
+
+inline bool is_aligned(const void* pointer, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(pointer) % bytes == 0;
+}
+
+// ---- reductions ----
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+__device__ __forceinline__ float warp_sum(float value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullMask, value, offset);
+  return value;
+}
+
+__device__ __forceinline__ float warp_max(float value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) value = fmaxf(value, __shfl_xor_sync(kFullMask, value, offset));
+  return value;
+}
+
+// Sum over the block; every thread gets the result. `scratch` holds one float per warp (32 suffice).
+__device__ __forceinline__ float block_sum(float value, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  value = warp_sum(value);
+  __syncthreads();  // scratch may still be read by a previous reduction
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  value = lane < warps ? scratch[lane] : 0.0f;
+  return warp_sum(value);
+}
+
+__device__ __forceinline__ float block_max(float value, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+  value = warp_max(value);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  value = lane < warps ? scratch[lane] : -INFINITY;
+  return warp_max(value);
+}
+
+// ---- launch sizes, from the device's properties ----
+
+// Blocks for a grid-stride loop over `work` items: enough to fill every multiprocessor several times.
+inline unsigned grid_size(int64_t work, int threads) {
+  const int64_t wanted = (work + threads - 1) / threads;
+  const int64_t cap = static_cast<int64_t>(context().properties.multiProcessorCount) * 32;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(wanted, cap)));
+}
+
+// Launchers refuse host tensors: a kernel reading host memory would fault far from the cause.
+inline void check_on_device(const char* op, const char* operand, const Tensor& x) {
+  SEQTRANS_CHECK(x.device() == Device::CUDA, "{}: {} must be on the CUDA device", op, operand);
+}
+
+inline void check_same_dtype(const char* op, const char* operand, const Tensor& x, DataType dtype) {
+  SEQTRANS_CHECK(x.dtype() == dtype, "{}: {} is {} but the op computes in {}", op, operand, dtype_name(x.dtype()),
+                 dtype_name(dtype));
+}
+
+}  // namespace seqtrans::cuda

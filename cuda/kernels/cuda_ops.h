@@ -1,0 +1,55 @@
+// CUDA implementations of the ops: the signatures of lib/cpu/cpu_ops.h plus the stream. fp32 and fp16
+// tensors (fp16 storage, fp32 arithmetic); weights (bias, gamma, beta, tables) share the input's dtype.
+// Shapes are checked by the front ends in lib/ops; these check only what the GPU adds (device, dtype).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "ops/ops.h"
+
+namespace seqtrans::cuda {
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream);
+void add_bias(Tensor& x, const Tensor& bias, cudaStream_t stream);
+void bias_activation(Tensor& x, const Tensor& bias, Activation activation, cudaStream_t stream);
+void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                                  const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
+void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
+void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts, cudaStream_t stream);
+// Out-of-range ids or positions give zero rows here (the CPU throws): a kernel cannot throw.
+void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
+           Tensor& out, cudaStream_t stream);
+void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+               const ops::AttentionOptions& options, Tensor& out, cudaStream_t stream);
+// Slots whose position is outside the cache are left unwritten (the CPU throws).
+void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions, cudaStream_t stream);
+// Out-of-range indices give zero rows (the CPU throws).
+void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream);
+// fp32 <-> fp16 (round to nearest even); same dtype copies.
+void convert(const Tensor& x, Tensor& out, cudaStream_t stream);
+
+// ---- fused output layer ----
+
+// How log_softmax_topk finds the k best of a row (all exact, ties to the lower index).
+enum class TopkAlgorithm {
+  Auto,            // GroupThreshold where it applies, else RadixSelect
+  RadixSelect,     // pass 1: normalizer + histogram of the top key bits; pass 2: gather the candidates
+  GroupThreshold,  // pass 1: normalizer + max of each group of 64; read again only groups that can win
+};
+
+struct TopkOptions {
+  int k = 1;                               // 1 <= k <= 64 and k <= V; k = 1 is a fused argmax
+  const Tensor* bias = nullptr;            // [V], the logits' dtype or fp32
+  const Tensor* suppressed_ids = nullptr;  // [n] int32, set to -inf after normalization (Hugging Face order)
+  TopkAlgorithm algorithm = TopkAlgorithm::Auto;
+};
+
+constexpr int kMaxTopk = 64;
+
+// Per row of logits [rows, V]: z = logits + bias, log-probs z - logsumexp(z), and the k best of them,
+// best first, ties to the lower index, -inf entries (masked or suppressed) ordered like any other value.
+// values: [rows, k] fp32; indices: [rows, k] int32. Equals a full sort's first k exactly.
+void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& indices,
+                      cudaStream_t stream);
+
+}  // namespace seqtrans::cuda

@@ -1,0 +1,50 @@
+// gather_rows: out[i] = x[indices[i]] along the first axis, any dtype, copied in the widest unit the row
+// size and alignment allow.
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/cuda_ops.h"
+
+namespace seqtrans::cuda {
+namespace {
+
+template <typename Unit>
+__global__ void gather_rows_kernel(const Unit* __restrict__ x, const int32_t* __restrict__ indices,
+                                   Unit* __restrict__ out, int64_t units, int64_t row_units, int64_t rows) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < units; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = i / row_units, column = i % row_units;
+    const int32_t source = indices[row];
+    out[i] = source >= 0 && source < rows ? x[source * row_units + column] : Unit{};
+  }
+}
+
+template <typename Unit>
+void launch_gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, size_t row_bytes, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const int64_t row_units = static_cast<int64_t>(row_bytes / sizeof(Unit));
+  const int64_t units = row_units * indices.dim(0);
+  gather_rows_kernel<Unit><<<grid_size(units, kThreads), kThreads, 0, stream>>>(
+      static_cast<const Unit*>(x.raw()), indices.data<int32_t>(), static_cast<Unit*>(out.raw()), units, row_units,
+      x.dim(0));
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream) {
+  check_on_device("gather_rows", "x", x);
+  check_on_device("gather_rows", "indices", indices);
+  const int64_t rows = x.dim(0);
+  if (indices.dim(0) == 0) return;
+  const size_t row_bytes = rows == 0 ? 0 : x.bytes() / static_cast<size_t>(rows);
+  if (row_bytes == 0) return;
+  const auto fits = [&](size_t unit) {
+    return row_bytes % unit == 0 && is_aligned(x.raw(), unit) && is_aligned(out.raw(), unit);
+  };
+  if (fits(16))
+    launch_gather_rows<uint4>(x, indices, out, row_bytes, stream);
+  else if (fits(4))
+    launch_gather_rows<uint32_t>(x, indices, out, row_bytes, stream);
+  else
+    launch_gather_rows<uint16_t>(x, indices, out, row_bytes, stream);
+}
+
+}  // namespace seqtrans::cuda

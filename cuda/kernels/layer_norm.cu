@@ -1,0 +1,229 @@
+// layer_norm and add_bias_residual_layer_norm, statistics two-pass in fp32. Rows of up to 256 16-byte
+// vectors (d <= 2048 in fp16, 1024 in fp32): one warp per row, the row in registers, no block barrier.
+// Wider or unaligned rows: one block per row, the row staged in shared memory.
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/cuda_ops.h"
+
+namespace seqtrans::cuda {
+namespace {
+
+// bias and residual are null unless the kernel is the fused one.
+template <typename T>
+struct LayerNormArguments {
+  const T* x;         // [rows, width]
+  const T* bias;      // [width]
+  const T* residual;  // [rows, width]
+  const T* gamma;     // [width]
+  const T* beta;      // [width]
+  T* out;             // [rows, width]
+  float epsilon;
+  int rows;
+  int width;
+};
+
+template <typename T, int N, bool kFused>
+__global__ void layer_norm_kernel(LayerNormArguments<T> args) {
+  const T* __restrict__ x = args.x;
+  const T* __restrict__ bias = args.bias;
+  const T* __restrict__ residual = args.residual;
+  const T* __restrict__ gamma = args.gamma;
+  const T* __restrict__ beta = args.beta;
+  T* __restrict__ out = args.out;
+  const float epsilon = args.epsilon;
+  const int width = args.width;
+  extern __shared__ float row[];  // [width]
+  __shared__ float scratch[32];
+  using V = Vector<T, N>;
+  const int64_t row_offset = static_cast<int64_t>(blockIdx.x) * width;
+  const int vectors = width / N;
+  const V* in = reinterpret_cast<const V*>(x + row_offset);
+
+  float sum = 0.0f;
+  for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
+    const V value = in[v];
+    V shift, skip;
+    if constexpr (kFused) {
+      shift = reinterpret_cast<const V*>(bias)[v];
+      skip = reinterpret_cast<const V*>(residual + row_offset)[v];
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      float element = to_float(value.value[j]);
+      if constexpr (kFused) element = element + to_float(shift.value[j]) + to_float(skip.value[j]);
+      row[v * N + j] = element;
+      sum += element;
+    }
+  }
+  const float mean = block_sum(sum, scratch) / static_cast<float>(width);
+
+  float squares = 0.0f;
+  for (int i = threadIdx.x; i < width; i += blockDim.x) {
+    const float centered = row[i] - mean;
+    squares += centered * centered;
+  }
+  const float variance = block_sum(squares, scratch) / static_cast<float>(width);
+  const float inverse_std = 1.0f / sqrtf(variance + epsilon);
+
+  V* result = reinterpret_cast<V*>(out + row_offset);
+  for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
+    const V scale = reinterpret_cast<const V*>(gamma)[v];
+    const V offset = reinterpret_cast<const V*>(beta)[v];
+    V value;
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+      value.value[j] =
+          from_float<T>((row[v * N + j] - mean) * inverse_std * to_float(scale.value[j]) + to_float(offset.value[j]));
+    result[v] = value;
+  }
+}
+
+// kVectors: 16-byte vectors per lane (the row has at most 32 * kVectors of them).
+template <typename T, int kVectors, bool kFused>
+__global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
+  const T* __restrict__ x = args.x;
+  const T* __restrict__ bias = args.bias;
+  const T* __restrict__ residual = args.residual;
+  const T* __restrict__ gamma = args.gamma;
+  const T* __restrict__ beta = args.beta;
+  T* __restrict__ out = args.out;
+  const float epsilon = args.epsilon;
+  const int rows = args.rows, width = args.width;
+  constexpr int N = kVectorWidth<T>;
+  using V = Vector<T, N>;
+  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= rows) return;  // the whole warp leaves together
+  const int64_t row_offset = static_cast<int64_t>(row) * width;
+  const int vectors = width / N;
+  float values[kVectors][N];
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int v = lane + 32 * i;
+    if (v < vectors) {
+      const V value = reinterpret_cast<const V*>(x + row_offset)[v];
+      V shift, skip;
+      if constexpr (kFused) {
+        shift = reinterpret_cast<const V*>(bias)[v];
+        skip = reinterpret_cast<const V*>(residual + row_offset)[v];
+      }
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        float element = to_float(value.value[e]);
+        if constexpr (kFused) element = element + to_float(shift.value[e]) + to_float(skip.value[e]);
+        values[i][e] = element;
+        sum += element;
+      }
+    }
+  }
+  const float mean = warp_sum(sum) / static_cast<float>(width);
+  float squares = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i)
+    if (lane + 32 * i < vectors) {
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        const float centered = values[i][e] - mean;
+        squares += centered * centered;
+      }
+    }
+  const float inverse_std = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(width) + epsilon);
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    const int v = lane + 32 * i;
+    if (v < vectors) {
+      const V scale = reinterpret_cast<const V*>(gamma)[v];
+      const V offset = reinterpret_cast<const V*>(beta)[v];
+      V result;
+#pragma unroll
+      for (int e = 0; e < N; ++e)
+        result.value[e] =
+            from_float<T>((values[i][e] - mean) * inverse_std * to_float(scale.value[e]) + to_float(offset.value[e]));
+      reinterpret_cast<V*>(out + row_offset)[v] = result;
+    }
+  }
+}
+
+template <typename T, int kVectors, bool kFused>
+void launch_layer_norm_warp(const LayerNormArguments<T>& args, cudaStream_t stream) {
+  constexpr int kThreads = 128;
+  const unsigned blocks = static_cast<unsigned>((args.rows + kThreads / 32 - 1) / (kThreads / 32));
+  layer_norm_warp_kernel<T, kVectors, kFused><<<blocks, kThreads, 0, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, bool kFused>
+void launch_layer_norm(const Tensor& x, const Tensor* bias, const Tensor* residual, const ops::LayerNormWeights& norm,
+                       Tensor& out, cudaStream_t stream) {
+  const int64_t rows = x.dim(0), width = x.dim(1);
+  if (rows == 0 || width == 0) return;
+  const size_t shared_bytes = sizeof(float) * static_cast<size_t>(width);
+  SEQTRANS_CHECK(shared_bytes <= context().properties.sharedMemPerBlock,
+                 "layer_norm: width {} exceeds the {} bytes of shared memory a block has", width,
+                 context().properties.sharedMemPerBlock);
+  LayerNormArguments<T> args;
+  args.x = x.data<T>();
+  args.bias = kFused ? bias->data<T>() : nullptr;
+  args.residual = kFused ? residual->data<T>() : nullptr;
+  args.gamma = norm.gamma.data<T>();
+  args.beta = norm.beta.data<T>();
+  args.out = out.data<T>();
+  args.epsilon = norm.epsilon;
+  args.rows = static_cast<int>(rows);
+  args.width = static_cast<int>(width);
+  constexpr int kWidth = kVectorWidth<T>;
+  const bool vectorized = width % kWidth == 0 && is_aligned(args.x, 16) && is_aligned(args.out, 16) &&
+                          is_aligned(args.gamma, 16) && is_aligned(args.beta, 16) &&
+                          (!kFused || (is_aligned(args.bias, 16) && is_aligned(args.residual, 16)));
+  if (vectorized && width / kWidth <= 256) {
+    const int64_t per_lane = (width / kWidth + 31) / 32;
+    if (per_lane <= 1) return launch_layer_norm_warp<T, 1, kFused>(args, stream);
+    if (per_lane <= 2) return launch_layer_norm_warp<T, 2, kFused>(args, stream);
+    if (per_lane <= 4) return launch_layer_norm_warp<T, 4, kFused>(args, stream);
+    return launch_layer_norm_warp<T, 8, kFused>(args, stream);
+  }
+  const int vector_width = vectorized ? kWidth : 1;
+  const int max_threads = std::min(1024, context().properties.maxThreadsPerBlock);
+  const int threads = static_cast<int>(std::clamp<int64_t>((width / vector_width + 31) / 32 * 32, 32, max_threads));
+  const unsigned blocks = static_cast<unsigned>(rows);
+  if (vectorized)
+    layer_norm_kernel<T, kWidth, kFused><<<blocks, threads, shared_bytes, stream>>>(args);
+  else
+    layer_norm_kernel<T, 1, kFused><<<blocks, threads, shared_bytes, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
+void check_norm(const char* op, const Tensor& x, const ops::LayerNormWeights& norm, const Tensor& out) {
+  check_on_device(op, "x", x);
+  check_on_device(op, "gamma", norm.gamma);
+  check_on_device(op, "beta", norm.beta);
+  check_same_dtype(op, "gamma", norm.gamma, x.dtype());
+  check_same_dtype(op, "beta", norm.beta, x.dtype());
+  check_same_dtype(op, "out", out, x.dtype());
+  SEQTRANS_CHECK(x.dim(0) <= context().properties.maxGridSize[0], "{}: {} rows exceed the grid limit", op, x.dim(0));
+}
+
+}  // namespace
+
+void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                                  const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream) {
+  const char* op = "add_bias_residual_layer_norm";
+  check_norm(op, x, norm, out);
+  check_on_device(op, "bias", bias);
+  check_on_device(op, "residual", residual);
+  check_same_dtype(op, "bias", bias, x.dtype());
+  check_same_dtype(op, "residual", residual, x.dtype());
+  if (x.dtype() == DataType::F16)
+    launch_layer_norm<__half, true>(x, &bias, &residual, norm, out, stream);
+  else
+    launch_layer_norm<float, true>(x, &bias, &residual, norm, out, stream);
+}
+
+void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream) {
+  check_norm("layer_norm", x, norm, out);
+  if (x.dtype() == DataType::F16)
+    launch_layer_norm<__half, false>(x, nullptr, nullptr, norm, out, stream);
+  else
+    launch_layer_norm<float, false>(x, nullptr, nullptr, norm, out, stream);
+}
+
+}  // namespace seqtrans::cuda

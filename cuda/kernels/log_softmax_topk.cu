@@ -1,0 +1,500 @@
+// log_softmax_topk: the fused output layer. One block per row reads the logits once for the log-softmax
+// normalizer (online max and sum of exp) and, in the same pass, for a coarse filter of the row; a second,
+// smaller pass gathers the candidates that can be among the k best; a bitonic sort of the candidates in
+// shared memory gives the exact k best. Keys are the logits mapped to order-preserving uint32, paired with
+// the complemented index, so one 64-bit comparison orders by value and then by lower index: the result
+// equals a full sort's first k, ties and -inf included.
+//
+// Filters (TopkAlgorithm):
+// - GroupThreshold (retrieve and rerank): the max of each group of 64; the k-th largest group max T
+//   bounds the k-th best element from below, so only groups whose max >= T are read again, and only their
+//   elements >= T are candidates.
+// - RadixSelect: a histogram of each key's top 11 bits; the bin holding the k-th best bounds it from
+//   below; the second pass reads the whole row.
+// When the candidates overflow shared memory (e.g. thousands of -inf ties), the block falls back to an
+// exact radix select over the row: 3 histogram passes on the key, up to 3 on the index, one gather.
+// k = 1 is a separate single-pass kernel: normalizer and argmax together.
+#include <cub/block/block_scan.cuh>
+
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/cuda_ops.h"
+
+namespace seqtrans::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kBins = 2048;               // 11-bit digits
+constexpr int kCandidateCapacity = 2048;  // candidates sorted in shared memory
+constexpr int kGroupElements = 64;
+constexpr size_t kMaxGroupBytes = 16384;  // group maxima kept in shared memory
+constexpr uint32_t kNoKey = 0;            // below every real key (the key of -inf is 0x007fffff)
+
+// Order-preserving map of floats to uint32 (larger float, larger key); -0 is folded into +0 first so that
+// the two compare equal, as they do for a sort on floats.
+__device__ __forceinline__ uint32_t order_key(float x) {
+  const uint32_t bits = __float_as_uint(x + 0.0f);  // -0 + 0 = +0
+  const uint32_t sign = static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31);  // all ones if negative
+  return bits ^ (sign | 0x80000000u);
+}
+
+__device__ __forceinline__ float key_value(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
+__device__ __forceinline__ unsigned long long composite(uint32_t key, int index) {
+  return (static_cast<unsigned long long>(key) << 32) | (0xffffffffu - static_cast<uint32_t>(index));
+}
+
+template <typename T, typename B>
+struct TopkArguments {
+  const T* logits;             // [rows, vocab]
+  const B* bias;               // [vocab] or null
+  const uint32_t* suppressed;  // [ceil(vocab / 32)] bitmap or null
+  float* values;               // [rows, k]
+  int32_t* indices;            // [rows, k]
+  int vocab;
+  int k;
+};
+
+// One row: its logits plus bias and the suppression bitmap, element by element.
+template <typename T, typename B>
+struct RowView {
+  const T* logits;
+  const B* bias;
+  const uint32_t* suppressed;
+
+  __device__ __forceinline__ float logit(int i) const {
+    float z = to_float(logits[i]);
+    if (bias != nullptr) z += to_float(bias[i]);
+    return z;
+  }
+  __device__ __forceinline__ bool is_suppressed(int i) const {
+    return suppressed != nullptr && ((suppressed[i >> 5] >> (i & 31)) & 1u);
+  }
+  __device__ __forceinline__ uint32_t key(int i) const {
+    return is_suppressed(i) ? order_key(-INFINITY) : order_key(logit(i));
+  }
+};
+
+// Running max and sum of exp(z - max) of one thread's elements, updated a vector at a time: one rescale
+// per vector rather than a branch per element. __expf (ex2.approx) keeps the sum within ~1e-6 relative.
+struct Normalizer {
+  float max = -INFINITY;
+  float sum = 0.0f;
+
+  template <int N>
+  __device__ __forceinline__ void add(const float (&z)[N]) {
+    float top = z[0];
+#pragma unroll
+    for (int e = 1; e < N; ++e) top = fmaxf(top, z[e]);
+    if (top == -INFINITY) return;
+    if (top > max) {
+      sum *= __expf(max - top);  // 0 while max is still -inf
+      max = top;
+    }
+#pragma unroll
+    for (int e = 0; e < N; ++e) sum += __expf(z[e] - max);  // -inf entries add 0
+  }
+};
+
+// z = logits + bias for the N elements of vector v of a row.
+template <typename T, typename B, int N>
+__device__ __forceinline__ void load_logits(const RowView<T, B>& row, int v, float (&z)[N]) {
+  const Vector<T, N> logits = reinterpret_cast<const Vector<T, N>*>(row.logits)[v];
+#pragma unroll
+  for (int e = 0; e < N; ++e) z[e] = to_float(logits.value[e]);
+  if (row.bias != nullptr) {
+    const Vector<B, N> bias = reinterpret_cast<const Vector<B, N>*>(row.bias)[v];
+#pragma unroll
+    for (int e = 0; e < N; ++e) z[e] += to_float(bias.value[e]);
+  }
+}
+
+// logsumexp over the block.
+__device__ float block_log_sum_exp(const Normalizer& local, float* scratch) {
+  const float max = block_max(local.max, scratch);
+  const float scaled = local.max == -INFINITY ? 0.0f : local.sum * expf(local.max - max);
+  const float sum = block_sum(scaled, scratch);
+  return max == -INFINITY ? -INFINITY : max + logf(sum);
+}
+
+struct DigitChoice {
+  int digit;  // the bin holding the rank-th largest
+  int above;  // keys in higher bins
+  int at;     // keys in that bin
+};
+
+struct TopkShared {
+  int histogram[kBins];
+  unsigned long long candidates[kCandidateCapacity];
+  typename cub::BlockScan<int, kThreads>::TempStorage scan;
+  DigitChoice choice;
+  int candidate_count;
+  float scratch[32];
+};
+
+// Finds the bin of the rank-th largest counted key (rank from 1), scanning bins from the top.
+__device__ DigitChoice find_digit(const int* histogram, int rank, TopkShared& shared) {
+  constexpr int kPerThread = kBins / kThreads;
+  const int chunk = kThreads - 1 - static_cast<int>(threadIdx.x);  // thread 0 owns the top bins
+  int local = 0;
+#pragma unroll
+  for (int b = 0; b < kPerThread; ++b) local += histogram[chunk * kPerThread + b];
+  int above = 0;
+  cub::BlockScan<int, kThreads>(shared.scan).ExclusiveSum(local, above);
+  if (above < rank && above + local >= rank) {
+    for (int b = kPerThread - 1; b >= 0; --b) {
+      const int bin = chunk * kPerThread + b, count = histogram[bin];
+      if (above + count >= rank) {
+        shared.choice = {bin, above, count};
+        break;
+      }
+      above += count;
+    }
+  }
+  __syncthreads();
+  const DigitChoice choice = shared.choice;
+  __syncthreads();
+  return choice;
+}
+
+__device__ void clear_histogram(TopkShared& shared) {
+  for (int i = threadIdx.x; i < kBins; i += blockDim.x) shared.histogram[i] = 0;
+  __syncthreads();
+}
+
+// The rank-th largest of count keys (with multiplicity), by three 11/11/10-bit histogram passes.
+// `needed` gets how many keys equal to it belong to the rank largest, `equal` how many there are.
+template <typename KeyAt>
+__device__ uint32_t select_key(KeyAt key_at, int count, int rank, TopkShared& shared, int& needed, int& equal) {
+  uint32_t prefix = 0, high_mask = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    const int shift = pass == 0 ? 21 : pass == 1 ? 10 : 0;
+    const uint32_t digit_mask = pass == 2 ? 0x3ffu : 0x7ffu;
+    clear_histogram(shared);
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+      const uint32_t key = key_at(i);
+      if ((key & high_mask) == prefix) atomicAdd(&shared.histogram[(key >> shift) & digit_mask], 1);
+    }
+    __syncthreads();
+    const DigitChoice choice = find_digit(shared.histogram, rank, shared);
+    prefix |= static_cast<uint32_t>(choice.digit) << shift;
+    high_mask |= digit_mask << shift;
+    rank -= choice.above;
+    equal = choice.at;
+  }
+  needed = rank;
+  return prefix;
+}
+
+// The rank-th lowest index among the elements whose key is `key`, by histogram passes over index bits.
+template <typename KeyAt>
+__device__ int select_index(KeyAt key_at, int count, uint32_t key, int rank, TopkShared& shared) {
+  const int bits = 32 - __clz(max(count - 1, 1));
+  uint32_t prefix = 0, high_mask = 0;
+  for (int top = bits; top > 0; top -= 11) {
+    const int shift = max(top - 11, 0);
+    const uint32_t digit_mask = (1u << (top - shift)) - 1u;
+    clear_histogram(shared);
+    for (int i = threadIdx.x; i < count; i += blockDim.x)
+      if (key_at(i) == key && (static_cast<uint32_t>(i) & high_mask) == prefix)
+        atomicAdd(&shared.histogram[kBins - 1 - ((static_cast<uint32_t>(i) >> shift) & digit_mask)], 1);
+    __syncthreads();
+    const DigitChoice choice = find_digit(shared.histogram, rank, shared);  // from the top: lowest index first
+    prefix |= static_cast<uint32_t>(kBins - 1 - choice.digit) << shift;
+    high_mask |= digit_mask << shift;
+    rank -= choice.above;
+  }
+  return static_cast<int>(prefix);
+}
+
+// Exact k best of a row straight from global memory, for rows whose candidates overflow shared memory.
+template <typename T, typename B>
+__device__ void select_exactly(const RowView<T, B>& row, int vocab, int k, TopkShared& shared) {
+  const auto key_at = [&row](int i) { return row.key(i); };
+  int needed = 0, equal = 0;
+  const uint32_t threshold = select_key(key_at, vocab, k, shared, needed, equal);
+  const int last_index = needed == equal ? vocab : select_index(key_at, vocab, threshold, needed, shared);
+  if (threadIdx.x == 0) shared.candidate_count = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    const uint32_t key = row.key(i);
+    if (key > threshold || (key == threshold && i <= last_index))
+      shared.candidates[atomicAdd(&shared.candidate_count, 1)] = composite(key, i);
+  }
+  __syncthreads();
+}
+
+// Sorts candidates[0, count) descending; pads to a power of two with kNoKey.
+__device__ void sort_candidates(TopkShared& shared, int count) {
+  int size = 1;
+  while (size < count) size *= 2;
+  for (int i = count + threadIdx.x; i < size; i += blockDim.x) shared.candidates[i] = kNoKey;
+  __syncthreads();
+  for (int span = 2; span <= size; span *= 2) {
+    for (int stride = span / 2; stride > 0; stride /= 2) {
+      for (int i = threadIdx.x; i < size; i += blockDim.x) {
+        const int partner = i ^ stride;
+        if (partner <= i) continue;
+        const unsigned long long a = shared.candidates[i], b = shared.candidates[partner];
+        const bool descending = (i & span) == 0;
+        if (descending ? a < b : a > b) {
+          shared.candidates[i] = b;
+          shared.candidates[partner] = a;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+__device__ __forceinline__ void append_candidate(TopkShared& shared, uint32_t key, int index) {
+  const int slot = atomicAdd(&shared.candidate_count, 1);
+  if (slot < kCandidateCapacity) shared.candidates[slot] = composite(key, index);
+}
+
+template <typename T, typename B, int N, bool kGroups>
+__global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArguments<T, B> args) {
+  __shared__ TopkShared shared;
+  extern __shared__ uint32_t group_max[];  // [groups], GroupThreshold only
+  const int64_t row_index = blockIdx.x;
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
+  const int vocab = args.vocab, k = args.k;
+  const int vectors = vocab / N;
+  constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
+  const int groups = (vectors + kLanesPerGroup - 1) / kLanesPerGroup;
+
+  if (!kGroups) clear_histogram(shared);
+  // Pass 1: normalizer, and the group maxima or the top-bits histogram.
+  Normalizer normalizer;
+  for (int first = 0; first < vectors; first += kThreads) {  // uniform trip count: shuffles below
+    const int v = first + threadIdx.x;
+    uint32_t best = kNoKey;
+    if (v < vectors) {
+      const Vector<T, N> logits = reinterpret_cast<const Vector<T, N>*>(row.logits)[v];
+      float z[N];
+      load_logits(row, v, z);
+      normalizer.add(z);
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        const int i = v * N + e;
+        const uint32_t key = row.is_suppressed(i) ? order_key(-INFINITY) : order_key(z[e]);
+        if constexpr (kGroups) {
+          best = max(best, key);
+        } else {
+          atomicAdd(&shared.histogram[key >> 21], 1);
+        }
+      }
+    }
+    if constexpr (kGroups) {
+#pragma unroll
+      for (int offset = kLanesPerGroup / 2; offset > 0; offset /= 2)
+        best = max(best, __shfl_xor_sync(kFullMask, best, offset));
+      if (v < vectors && v % kLanesPerGroup == 0) group_max[v / kLanesPerGroup] = best;
+    }
+  }
+  if (threadIdx.x == 0) shared.candidate_count = 0;
+  const float log_sum_exp = block_log_sum_exp(normalizer, shared.scratch);  // its barriers publish pass 1
+
+  // Pass 2: gather the candidates that pass the filter.
+  if constexpr (kGroups) {
+    int needed = 0, equal = 0;
+    const uint32_t threshold = select_key([&](int g) { return group_max[g]; }, groups, k, shared, needed, equal);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    constexpr int kGroupSize = kLanesPerGroup * N;
+    for (int g = warp; g < groups; g += kThreads / 32) {
+      if (group_max[g] < threshold) continue;
+      for (int e = lane; e < kGroupSize; e += 32) {
+        const int i = g * kGroupSize + e;
+        if (i >= vocab) break;
+        const uint32_t key = row.key(i);
+        if (key >= threshold) append_candidate(shared, key, i);
+      }
+    }
+  } else {
+    const DigitChoice choice = find_digit(shared.histogram, k, shared);
+    if (choice.above + choice.at <= kCandidateCapacity) {
+      const uint32_t threshold = static_cast<uint32_t>(choice.digit) << 21;
+      for (int i = threadIdx.x; i < vocab; i += kThreads) {
+        const uint32_t key = row.key(i);
+        if (key >= threshold) append_candidate(shared, key, i);
+      }
+    } else if (threadIdx.x == 0) {
+      shared.candidate_count = kCandidateCapacity + 1;
+    }
+  }
+  __syncthreads();
+  int count = shared.candidate_count;
+  if (count > kCandidateCapacity) {
+    __syncthreads();  // everyone has read the count before the fallback resets it
+    select_exactly(row, vocab, k, shared);
+    count = k;
+  }
+  sort_candidates(shared, count);
+
+  for (int i = threadIdx.x; i < k; i += kThreads) {
+    const unsigned long long best = shared.candidates[i];
+    const float z = key_value(static_cast<uint32_t>(best >> 32));
+    args.values[row_index * k + i] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
+    args.indices[row_index * k + i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
+  }
+}
+
+// k = 1: normalizer and argmax in one pass over the row.
+template <typename T, typename B, int N>
+__global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArguments<T, B> args) {
+  __shared__ float scratch[32];
+  __shared__ unsigned long long warp_best[32];
+  const int64_t row_index = blockIdx.x;
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
+  const int vectors = args.vocab / N;
+  Normalizer normalizer;
+  // A thread visits its indices in increasing order, so a strict comparison keeps the lowest index of a tie.
+  uint32_t best_key = kNoKey;
+  int best_index = 0;
+#pragma unroll 2
+  for (int v = threadIdx.x; v < vectors; v += kThreads) {
+    float z[N];
+    load_logits(row, v, z);
+    normalizer.add(z);
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      const int i = v * N + e;
+      const uint32_t key = row.is_suppressed(i) ? order_key(-INFINITY) : order_key(z[e]);
+      if (key > best_key) {
+        best_key = key;
+        best_index = i;
+      }
+    }
+  }
+  unsigned long long best = composite(best_key, best_index);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
+  if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
+  const float log_sum_exp = block_log_sum_exp(normalizer, scratch);  // its barriers publish warp_best
+  if (threadIdx.x < 32) {
+    best = threadIdx.x < kThreads / 32 ? warp_best[threadIdx.x] : 0;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
+    if (threadIdx.x == 0) {
+      const float z = key_value(static_cast<uint32_t>(best >> 32));
+      args.values[row_index] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
+      args.indices[row_index] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
+    }
+  }
+}
+
+__global__ void suppression_bitmap_kernel(const int32_t* __restrict__ ids, int64_t count, int vocab,
+                                          uint32_t* __restrict__ bitmap) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
+    const int32_t id = ids[i];
+    if (id >= 0 && id < vocab) atomicOr(&bitmap[id >> 5], 1u << (id & 31));
+  }
+}
+
+template <int N>
+int group_count(int vocab) {
+  constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
+  return (vocab / N + kLanesPerGroup - 1) / kLanesPerGroup;
+}
+
+template <typename T, typename B, int N>
+void launch_topk(const TopkArguments<T, B>& args, int64_t rows, TopkAlgorithm algorithm, cudaStream_t stream) {
+  const unsigned blocks = static_cast<unsigned>(rows);
+  if (args.k == 1) {
+    log_softmax_argmax_kernel<T, B, N><<<blocks, kThreads, 0, stream>>>(args);
+  } else {
+    const int groups = group_count<N>(args.vocab);
+    const size_t group_bytes = sizeof(uint32_t) * static_cast<size_t>(groups);
+    const bool groups_fit = groups >= args.k && group_bytes <= kMaxGroupBytes;
+    if (algorithm == TopkAlgorithm::GroupThreshold)
+      SEQTRANS_CHECK(groups_fit, "log_softmax_topk: a vocabulary of {} makes {} groups, GroupThreshold needs {} to {}",
+                     args.vocab, groups, args.k, kMaxGroupBytes / sizeof(uint32_t));
+    if (algorithm != TopkAlgorithm::RadixSelect && groups_fit)
+      log_softmax_topk_kernel<T, B, N, true><<<blocks, kThreads, group_bytes, stream>>>(args);
+    else
+      log_softmax_topk_kernel<T, B, N, false><<<blocks, kThreads, 0, stream>>>(args);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, typename B>
+void dispatch_width(const TopkArguments<T, B>& args, int64_t rows, TopkAlgorithm algorithm, cudaStream_t stream) {
+  constexpr int kWidth = kVectorWidth<T>;
+  // Vector loads need every row, and the bias, to start on a vector boundary.
+  const bool vectorized = args.vocab % kWidth == 0 && is_aligned(args.logits, sizeof(T) * kWidth) &&
+                          (args.bias == nullptr || is_aligned(args.bias, sizeof(B) * kWidth));
+  if (vectorized)
+    launch_topk<T, B, kWidth>(args, rows, algorithm, stream);
+  else
+    launch_topk<T, B, 1>(args, rows, algorithm, stream);
+}
+
+template <typename T, typename B>
+void launch_log_softmax_topk(const Tensor& logits, const TopkOptions& options, const uint32_t* suppressed,
+                             Tensor& values, Tensor& indices, cudaStream_t stream) {
+  TopkArguments<T, B> args;
+  args.logits = logits.data<T>();
+  args.bias = options.bias != nullptr ? options.bias->data<B>() : nullptr;
+  args.suppressed = suppressed;
+  args.values = values.data<float>();
+  args.indices = indices.data<int32_t>();
+  args.vocab = static_cast<int>(logits.dim(1));
+  args.k = options.k;
+  dispatch_width(args, logits.dim(0), options.algorithm, stream);
+}
+
+}  // namespace
+
+void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& indices,
+                      cudaStream_t stream) {
+  const char* op = "log_softmax_topk";
+  check_on_device(op, "logits", logits);
+  SEQTRANS_CHECK(logits.rank() == 2, "{}: logits must be [rows, vocab], got {}", op, shape_string(logits.shape()));
+  SEQTRANS_CHECK(logits.dtype() == DataType::F32 || logits.dtype() == DataType::F16, "{}: logits must be fp32 or fp16",
+                 op);
+  const int64_t rows = logits.dim(0), vocab = logits.dim(1);
+  SEQTRANS_CHECK(options.k >= 1 && options.k <= kMaxTopk && options.k <= vocab,
+                 "{}: k = {} must be in [1, min({}, vocabulary {})]", op, options.k, kMaxTopk, vocab);
+  SEQTRANS_CHECK(vocab < (int64_t{1} << 31), "{}: vocabulary {} is too large", op, vocab);
+  SEQTRANS_CHECK(rows <= context().properties.maxGridSize[0], "{}: {} rows exceed the grid limit", op, rows);
+  for (const Tensor* output : {&values, &indices}) {
+    check_on_device(op, "output", *output);
+    SEQTRANS_CHECK(output->shape() == (Shape{rows, options.k}), "{}: outputs must be [{}, {}], got {}", op, rows,
+                   options.k, shape_string(output->shape()));
+  }
+  check_same_dtype(op, "values", values, DataType::F32);
+  check_same_dtype(op, "indices", indices, DataType::I32);
+  if (options.bias != nullptr) {
+    check_on_device(op, "bias", *options.bias);
+    SEQTRANS_CHECK(options.bias->elements() == vocab, "{}: bias has {} elements for a vocabulary of {}", op,
+                   options.bias->elements(), vocab);
+    SEQTRANS_CHECK(options.bias->dtype() == logits.dtype() || options.bias->dtype() == DataType::F32,
+                   "{}: bias must be fp32 or the logits' dtype", op);
+  }
+  if (rows == 0) return;
+
+  // Suppressed ids become a bitmap of the vocabulary, built once for all rows.
+  Tensor bitmap;
+  if (options.suppressed_ids != nullptr && options.suppressed_ids->elements() > 0) {
+    const Tensor& ids = *options.suppressed_ids;
+    check_on_device(op, "suppressed_ids", ids);
+    check_same_dtype(op, "suppressed_ids", ids, DataType::I32);
+    bitmap = Tensor({(vocab + 31) / 32}, DataType::I32, Device::CUDA);
+    CUDA_CHECK(cudaMemsetAsync(bitmap.raw(), 0, bitmap.bytes(), stream));
+    suppression_bitmap_kernel<<<grid_size(ids.elements(), 256), 256, 0, stream>>>(
+        ids.data<int32_t>(), ids.elements(), static_cast<int>(vocab), bitmap.data<uint32_t>());
+    CUDA_CHECK_LAUNCH();
+  }
+  const uint32_t* suppressed = bitmap.defined() ? bitmap.data<uint32_t>() : nullptr;
+
+  const bool f32_bias = options.bias != nullptr && options.bias->dtype() == DataType::F32;
+  if (logits.dtype() == DataType::F32)
+    launch_log_softmax_topk<float, float>(logits, options, suppressed, values, indices, stream);
+  else if (f32_bias)
+    launch_log_softmax_topk<__half, float>(logits, options, suppressed, values, indices, stream);
+  else
+    launch_log_softmax_topk<__half, __half>(logits, options, suppressed, values, indices, stream);
+}
+
+}  // namespace seqtrans::cuda

@@ -1,0 +1,25 @@
+// matmul: one cuBLAS GEMM through the row-major wrapper in cuda/runtime/gemm.
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/cuda_ops.h"
+#include "cuda/runtime/gemm.h"
+
+namespace seqtrans::cuda {
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream) {
+  check_on_device("matmul", "a", a);
+  check_on_device("matmul", "b", b);
+  check_same_dtype("matmul", "c", c, a.dtype());
+  GemmProblem problem;
+  problem.a = a.raw();
+  problem.b = b.raw();
+  problem.c = c.raw();
+  problem.dtype = a.dtype();
+  problem.m = a.dim(0);
+  problem.k = a.dim(1);
+  problem.n = c.dim(1);
+  problem.transpose_b = options.transpose_b ? TransposeB::Yes : TransposeB::No;
+  problem.alpha = options.alpha;
+  gemm_row_major(problem, stream);
+}
+
+}  // namespace seqtrans::cuda

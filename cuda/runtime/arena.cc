@@ -1,0 +1,119 @@
+#include "cuda/runtime/arena.h"
+
+#include <algorithm>
+
+#include "cuda/runtime/check.h"
+
+namespace seqtrans::cuda {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kAlignment = 256;
+constexpr size_t kChunkGranularity = 2 * kMiB;
+
+size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+double mebibytes(size_t bytes) { return static_cast<double>(bytes) / static_cast<double>(kMiB); }
+
+}  // namespace
+
+size_t CachingArena::size_class(size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1);
+  if (bytes <= 1024) return round_up(bytes, kAlignment);
+  if (bytes > 32 * kMiB) return round_up(bytes, kChunkGranularity);
+  size_t power = 1024;
+  while (power * 2 <= bytes) power *= 2;
+  return round_up(bytes, power / 4);
+}
+
+CachingArena::CachingArena(int device_index, const ArenaOptions& options)
+    : device_index_(device_index), options_(options) {
+  if (options_.initial_bytes > 0) reserve(round_up(options_.initial_bytes, kChunkGranularity), 0);
+}
+
+CachingArena::~CachingArena() {
+  // Process exit may already have torn the runtime down: errors here are not worth reporting.
+  for (const Chunk& chunk : chunks_) cudaFree(chunk.base);
+  cudaGetLastError();
+}
+
+CachingArena::Chunk& CachingArena::reserve(size_t block_bytes, size_t requested_bytes) {
+  const size_t preferred = round_up(std::max(block_bytes, options_.growth_bytes), kChunkGranularity);
+  const size_t minimum = round_up(block_bytes, kChunkGranularity);
+  void* base = nullptr;
+  size_t reserved = preferred;
+  cudaError_t status = cudaMalloc(&base, preferred);
+  if (status != cudaSuccess && minimum < preferred) {
+    cudaGetLastError();
+    reserved = minimum;
+    status = cudaMalloc(&base, minimum);
+  }
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    cudaGetLastError();
+    throw Error(fmt::format(
+        "out of GPU memory on device {}: cannot reserve {:.1f} MiB for a tensor of {:.1f} MiB ({}; seqtrans "
+        "holds {:.1f} MiB, {:.1f} MiB in use; the device has {:.1f} MiB free of {:.1f} MiB); lower "
+        "--max-batch-tokens",
+        device_index_, mebibytes(minimum), mebibytes(requested_bytes), cudaGetErrorString(status),
+        mebibytes(stats_.bytes_reserved), mebibytes(stats_.bytes_in_use), mebibytes(free_bytes),
+        mebibytes(total_bytes)));
+  }
+  ++stats_.cuda_malloc_calls;
+  stats_.bytes_reserved += reserved;
+  chunks_.push_back({static_cast<char*>(base), reserved, 0});
+  return chunks_.back();
+}
+
+void* CachingArena::allocate(size_t bytes) {
+  const size_t block_bytes = size_class(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  void* block = nullptr;
+  size_t granted = block_bytes;
+  // Reuse a free block of this class, or of a class at most twice as large.
+  for (auto it = free_blocks_.lower_bound(block_bytes); it != free_blocks_.end() && it->first <= 2 * block_bytes;
+       ++it) {
+    if (it->second.empty()) continue;
+    block = it->second.back();
+    it->second.pop_back();
+    granted = it->first;
+    break;
+  }
+  if (block == nullptr) {
+    Chunk* chunk = nullptr;
+    for (Chunk& candidate : chunks_)
+      if (candidate.bytes - candidate.used >= block_bytes) {
+        chunk = &candidate;
+        break;
+      }
+    if (chunk == nullptr) chunk = &reserve(block_bytes, bytes);
+    block = chunk->base + chunk->used;
+    chunk->used += block_bytes;
+  }
+  live_blocks_.emplace(block, granted);
+  ++stats_.allocations;
+  stats_.bytes_in_use += granted;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  return block;
+}
+
+void CachingArena::deallocate(void* pointer, size_t) {
+  if (pointer == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = live_blocks_.find(pointer);
+  if (it == live_blocks_.end()) return;  // not ours; never seen in practice, and a destructor must not throw
+  // Work queued on the one stream that still reads this block runs before any later use of it, which is
+  // queued behind it on the same stream: the block may be reused at once.
+  free_blocks_[it->second].push_back(pointer);
+  stats_.bytes_in_use -= it->second;
+  live_blocks_.erase(it);
+}
+
+MemoryStats CachingArena::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace seqtrans::cuda

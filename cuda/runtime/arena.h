@@ -1,0 +1,64 @@
+// Caching device allocator: a few large cudaMalloc reservations carved into size-class blocks, with a
+// free list per class, so that steady-state translation calls cudaMalloc and cudaFree zero times.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/allocator.h"
+
+namespace seqtrans::cuda {
+
+// Counters for tests and `seqtrans bench`; bytes are counted in whole size-class blocks.
+struct MemoryStats {
+  int64_t cuda_malloc_calls = 0;  // reservations made (each one cudaMalloc)
+  int64_t allocations = 0;        // blocks handed out, reused or new
+  size_t bytes_reserved = 0;      // total of all reservations
+  size_t bytes_in_use = 0;        // blocks currently handed out
+  size_t peak_bytes_in_use = 0;
+};
+
+struct ArenaOptions {
+  size_t initial_bytes = 0;          // reserved up front; 0 reserves on first use
+  size_t growth_bytes = 256u << 20;  // each later reservation is at least this large
+};
+
+class CachingArena : public Allocator {
+ public:
+  CachingArena(int device_index, const ArenaOptions& options);
+  ~CachingArena() override;
+  CachingArena(const CachingArena&) = delete;
+  CachingArena& operator=(const CachingArena&) = delete;
+
+  void* allocate(size_t bytes) override;
+  void deallocate(void* pointer, size_t bytes) override;
+  MemoryStats stats() const;
+
+  // The block size a request of `bytes` gets: 256-byte multiples up to 1 KiB, then four classes per power
+  // of two (at most 25% slack), then 2 MiB steps past 32 MiB.
+  static size_t size_class(size_t bytes);
+
+ private:
+  struct Chunk {
+    char* base;
+    size_t bytes;
+    size_t used;
+  };
+
+  // Reserves a new chunk able to hold `block_bytes`; throws one line with the sizes and a hint.
+  Chunk& reserve(size_t block_bytes, size_t requested_bytes);
+
+  int device_index_;
+  ArenaOptions options_;
+  mutable std::mutex mutex_;
+  std::vector<Chunk> chunks_;
+  std::map<size_t, std::vector<void*>> free_blocks_;  // class size -> free blocks of that class
+  std::unordered_map<void*, size_t> live_blocks_;     // block -> its class size
+  MemoryStats stats_;
+};
+
+}  // namespace seqtrans::cuda

@@ -1,0 +1,30 @@
+// The one GEMM primitive of the CUDA backend, on row-major operands. cuBLAS is column-major: the
+// argument swap that bridges the two lives here and nowhere else.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "core/dtype.h"
+
+namespace seqtrans::cuda {
+
+enum class TransposeB { No, Yes };
+
+// c[m, n] = alpha * a[m, k] x b^T (b: [n, k], TransposeB::Yes) or alpha * a[m, k] x b (b: [k, n]).
+// All three share `dtype`: fp32 computes in plain fp32 (no TF32); fp16 runs on Tensor Cores with fp32
+// accumulation.
+struct GemmProblem {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  DataType dtype = DataType::F32;
+  int64_t m = 0, n = 0, k = 0;
+  TransposeB transpose_b = TransposeB::Yes;
+  float alpha = 1.0f;
+};
+
+void gemm_row_major(const GemmProblem& problem, cudaStream_t stream);
+
+}  // namespace seqtrans::cuda

@@ -1,0 +1,147 @@
+// The caching device allocator: size classes, zero cudaMalloc calls in steady state, clear out-of-memory
+// errors.
+#include "catch.h"
+
+#ifdef SEQTRANS_WITH_CUDA
+
+#include <cmath>
+#include <string>
+
+#include "core/device.h"
+#include "cuda/kernels/cuda_ops.h"
+#include "cuda/runtime/arena.h"
+#include "cuda/runtime/context.h"
+#include "ops/ops.h"
+#include "support/random_tensor.h"
+
+using namespace seqtrans;
+using seqtrans::testing::random_floats;
+using seqtrans::testing::random_ints;
+
+namespace seqtrans::testing {
+bool cuda_ready();  // cuda_ops_test.cc
+}
+
+#if SEQTRANS_CATCH_VERSION == 3
+#define SKIP_WITHOUT_GPU()                                        \
+  do {                                                            \
+    if (!seqtrans::testing::cuda_ready()) SKIP("no CUDA device"); \
+  } while (false)
+#else
+#define SKIP_WITHOUT_GPU()                        \
+  do {                                            \
+    if (!seqtrans::testing::cuda_ready()) {       \
+      WARN("no CUDA device: GPU test skipped");   \
+      return;                                     \
+    }                                             \
+  } while (false)
+#endif
+
+TEST_CASE("arena size classes are aligned, monotonic and waste at most a quarter", "[cuda]") {
+  size_t previous = 0;
+  for (size_t bytes = 1; bytes < (size_t{1} << 36); bytes = bytes * 5 / 4 + 1) {
+    const size_t block = cuda::CachingArena::size_class(bytes);
+    CAPTURE(bytes, block);
+    CHECK(block >= bytes);
+    CHECK(block % 256 == 0);
+    CHECK(block >= previous);
+    if (bytes > 1024) CHECK(static_cast<double>(block - bytes) <= 0.25 * static_cast<double>(bytes));
+    CHECK(cuda::CachingArena::size_class(block) == block);  // a class is its own class
+    previous = block;
+  }
+}
+
+namespace {
+
+// One encoder layer and one decoder step of a small fp16 model, plus the output layer: the tensors a
+// translation step allocates and frees.
+void run_representative_step(const std::vector<Tensor>& weights) {
+  const int64_t batch = 8, time = 23, d = 256, heads = 4, vocab = 3000, slots = 40, capacity = 64;
+  const Tensor& qkv = weights[0];
+  const Tensor& qkv_bias = weights[1];
+  const Tensor& gamma = weights[2];
+  const Tensor& beta = weights[3];
+  const Tensor& output = weights[4];
+  const Tensor& table = weights[5];
+  const Tensor ids = random_ints({batch * time}, 0, vocab - 1).to(Device::CUDA);
+  const Tensor positions = random_ints({batch * time}, 0, time - 1).to(Device::CUDA);
+  const Tensor lengths = random_ints({batch}, 1, time).to(Device::CUDA);
+  ops::EmbeddingOptions embedding;
+  embedding.scale = 16.0f;
+  const Tensor x = ops::embed(ids, positions, table, embedding);
+  const std::vector<Tensor> parts = ops::add_bias_split(ops::matmul(x, qkv), qkv_bias, 3);
+  const Tensor context = ops::attention(parts[0].reshape({batch, time, d}), parts[1].reshape({batch, time, d}),
+                                        parts[2].reshape({batch, time, d}), lengths, {static_cast<int>(heads), 0.125f});
+  const Tensor encoded = ops::layer_norm(context.reshape({batch * time, d}), {gamma, beta, 1e-5f});
+
+  Tensor cache({slots, capacity, d}, DataType::F16, Device::CUDA);
+  const Tensor step = ops::gather_rows(encoded, random_ints({slots}, 0, batch * time - 1).to(Device::CUDA));
+  const Tensor slot_positions = random_ints({slots}, 0, capacity - 1).to(Device::CUDA);
+  ops::kv_cache_write(cache, step, slot_positions);
+  Tensor hidden = ops::matmul(step, qkv);
+  ops::bias_activation(hidden, qkv_bias, Activation::Relu);
+  const Tensor logits = ops::matmul(step, output);
+  Tensor values({slots, 10}, DataType::F32, Device::CUDA), indices({slots, 10}, DataType::I32, Device::CUDA);
+  cuda::TopkOptions topk;
+  topk.k = 10;
+  cuda::log_softmax_topk(logits, topk, values, indices, cuda::current_stream());
+  cuda::synchronize();
+}
+
+}  // namespace
+
+TEST_CASE("cuda arena: steady-state steps make no cudaMalloc calls", "[gpu]") {
+  SKIP_WITHOUT_GPU();
+  const int64_t d = 256, vocab = 3000;
+  const std::vector<Tensor> weights = {
+      ops::convert(random_floats({3 * d, d}, -0.1f, 0.1f).to(Device::CUDA), DataType::F16),
+      ops::convert(random_floats({3 * d}).to(Device::CUDA), DataType::F16),
+      ops::convert(random_floats({d}).to(Device::CUDA), DataType::F16),
+      ops::convert(random_floats({d}).to(Device::CUDA), DataType::F16),
+      ops::convert(random_floats({vocab, d}, -0.1f, 0.1f).to(Device::CUDA), DataType::F16),
+      ops::convert(random_floats({vocab, d}).to(Device::CUDA), DataType::F16),
+  };
+  run_representative_step(weights);  // warm-up: the blocks of every size class get carved out
+  const cuda::MemoryStats warm = cuda::memory_stats();
+  for (int i = 0; i < 5; ++i) run_representative_step(weights);
+  const cuda::MemoryStats after = cuda::memory_stats();
+  CHECK(after.cuda_malloc_calls == warm.cuda_malloc_calls);
+  CHECK(after.bytes_reserved == warm.bytes_reserved);
+  CHECK(after.bytes_in_use == warm.bytes_in_use);  // every step's tensors went back to the free lists
+  CHECK(after.allocations > warm.allocations);
+  CHECK(after.peak_bytes_in_use >= after.bytes_in_use);
+  CHECK(after.peak_bytes_in_use <= after.bytes_reserved);
+}
+
+TEST_CASE("cuda arena: an impossible reservation fails with one clear line", "[gpu]") {
+  SKIP_WITHOUT_GPU();
+  const cuda::MemoryStats before = cuda::memory_stats();
+  try {
+    Tensor huge({int64_t{1} << 40}, DataType::F32, Device::CUDA);  // 4 TiB
+    FAIL("a 4 TiB tensor was allocated");
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    CAPTURE(message);
+    CHECK(message.find("out of GPU memory") != std::string::npos);
+    CHECK(message.find("MiB free of") != std::string::npos);
+    CHECK(message.find("--max-batch-tokens") != std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+  CHECK(cuda::memory_stats().bytes_in_use == before.bytes_in_use);
+  // The device is still usable afterwards.
+  const Tensor small = random_floats({4, 4}).to(Device::CUDA);
+  CHECK(small.to_float_vector().size() == 16);
+}
+
+TEST_CASE("cuda runtime: a second initialize on the same device is a no-op", "[gpu]") {
+  SKIP_WITHOUT_GPU();
+  const cudaStream_t stream = cuda::current_stream();
+  cuda::initialize();
+  CHECK(cuda::current_stream() == stream);
+  CHECK(cuda::context().properties.multiProcessorCount > 0);
+  cuda::RuntimeOptions other;
+  other.device_index = cuda::context().device_index + 1;
+  CHECK_THROWS_AS(cuda::initialize(other), Error);
+}
+
+#endif
