@@ -14,6 +14,7 @@ class EncoderDecoderState : public DecoderState {
   int64_t slots() const override { return static_cast<int64_t>(positions.size()); }
 
   std::vector<int32_t> positions;  // [s] host copy: tokens already fed per slot
+  std::vector<int32_t> sentences;  // [s] the source sentence of each slot (its encoder memory)
   Tensor source_lengths;           // [s] int32 on the device
   int64_t capacity = 0;            // self-attention cache length per slot
   std::vector<DecoderLayerCache> layers;
@@ -122,6 +123,7 @@ std::unique_ptr<DecoderState> EncoderDecoderModel::encode(const std::vector<std:
   const Tensor memory = encode_tensor(sources, state->source_lengths);
   const Tensor memory_rows = memory.reshape({memory.dim(0) * memory.dim(1), memory.dim(2)});
   state->positions.assign(static_cast<size_t>(batch), 0);
+  for (int32_t b = 0; b < static_cast<int32_t>(batch); ++b) state->sentences.push_back(b);
   state->capacity = kInitialCacheCapacity;
   state->layers.resize(decoder_layers_.size());
   for (size_t i = 0; i < decoder_layers_.size(); ++i) {
@@ -207,17 +209,25 @@ void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int
   const ProfileScope profile("cache reorder");
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   const Tensor indices = ids_tensor(sources, options_.device);
-  std::vector<int32_t> positions;
+  std::vector<int32_t> positions, sentences;
   positions.reserve(sources.size());
+  sentences.reserve(sources.size());
   for (int32_t source : sources) {
     SEQTRANS_CHECK(source >= 0 && source < state.slots(), "select: slot {} out of {}", source, state.slots());
     positions.push_back(state.positions[source]);
+    sentences.push_back(state.sentences[source]);
   }
   state.positions = std::move(positions);
-  state.source_lengths = ops::gather_rows(state.source_lengths, indices);
   for (DecoderLayerCache& cache : state.layers) {
     cache.self_keys = ops::gather_rows(cache.self_keys, indices);
     cache.self_values = ops::gather_rows(cache.self_values, indices);
+  }
+  // Beams of one sentence share its encoder memory: a reorder among them leaves every slot's memory as
+  // it was, so the cross-attention keys and values move only when the slot -> sentence map changes.
+  if (sentences == state.sentences) return;
+  state.sentences = std::move(sentences);
+  state.source_lengths = ops::gather_rows(state.source_lengths, indices);
+  for (DecoderLayerCache& cache : state.layers) {
     cache.cross_keys = ops::gather_rows(cache.cross_keys, indices);
     cache.cross_values = ops::gather_rows(cache.cross_values, indices);
   }

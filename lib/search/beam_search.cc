@@ -227,19 +227,35 @@ std::vector<SearchResult> beam_search(StepModel& model, const std::vector<std::v
   std::vector<int32_t> input_ids(sources.size(), model.decoder_start_id());  // [slots]
 
   std::vector<SearchResult> results(sources.size());
+  // Naive batching only (options.shrink_batch false): the slots each done sentence keeps until the whole
+  // batch is done (beam_size of them); they are fed EOS and their outputs are ignored.
+  std::vector<std::vector<int32_t>> parked_slots(sources.size());
+  size_t remaining = sources.size();
   std::unique_ptr<DecoderState> state = model.encode(sources);
   StepCandidates candidates;
   const int k = static_cast<int>(std::min<int64_t>(2 * settings.beam_size, vocab));
-  while (!active.empty()) {
-    // All running beams of a batch have generated the same number of tokens.
+  // All running beams of a batch have generated `step` tokens.
+  for (int step = 0; remaining > 0; ++step) {
     CandidateRequest request{k, suppressed};
-    if (sentences[active.front()].generated < options.min_length) request.suppressed_ids.push_back(eos_id);
+    if (step < options.min_length) request.suppressed_ids.push_back(eos_id);
     model.step_candidates(*state, input_ids, request, candidates);  // [slots, k]
 
     std::vector<size_t> next_active;
     std::vector<int32_t> next_sources;    // [next slots] old slot of each new slot
     std::vector<int32_t> next_input_ids;  // [next slots]
+    const auto keep_parked = [&](size_t index) {
+      for (int32_t& slot : parked_slots[index]) {
+        next_sources.push_back(slot);
+        slot = static_cast<int32_t>(next_input_ids.size());
+        next_input_ids.push_back(eos_id);
+      }
+      next_active.push_back(index);
+    };
     for (size_t index : active) {
+      if (!parked_slots[index].empty()) {
+        keep_parked(index);
+        continue;
+      }
       SentenceBeam& sentence = sentences[index];
       // HF's forced EOS leaves EOS (log-prob 0) as the only continuation at the last allowed step.
       const bool forced = options.force_eos_at_max_length && sentence.generated == sentence.max_generated - 1;
@@ -256,11 +272,21 @@ std::vector<SearchResult> beam_search(StepModel& model, const std::vector<std::v
       }
       SEQTRANS_CHECK(!top.ranked().empty(), "sentence {}: no token has a finite score at step {}", index,
                      sentence.generated);
+      std::vector<int32_t> held_slots;  // this step's slots of the sentence, kept if it is done (naive)
+      if (!options.shrink_batch)
+        for (const RunningBeam& running : sentence.running) held_slots.push_back(running.slot);
       advance(sentence, top.ranked(), settings);
 
       if (sentence.done) {
         results[index] = collect_result(sentence, options.num_hypotheses);
         sentence = SentenceBeam{};
+        --remaining;
+        if (!options.shrink_batch) {
+          // A constant batch: the sentence keeps beam_size slots (its first step had only one).
+          held_slots.resize(settings.beam_size, held_slots.front());
+          parked_slots[index] = std::move(held_slots);
+          keep_parked(index);
+        }
         continue;
       }
       next_active.push_back(index);
@@ -271,7 +297,7 @@ std::vector<SearchResult> beam_search(StepModel& model, const std::vector<std::v
       }
     }
 
-    if (next_active.empty()) break;
+    if (remaining == 0) break;
     // One select per step reorders beams, expands first-step slots to beams and drops done sentences.
     if (!is_identity_selection(next_sources, static_cast<int64_t>(input_ids.size()))) model.select(*state, next_sources);
     active = std::move(next_active);

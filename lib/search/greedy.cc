@@ -35,15 +35,19 @@ std::vector<SearchResult> one_path_search(StepModel& model, const std::vector<st
   std::vector<size_t> active(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) active[i] = i;
   std::vector<int32_t> input_ids(sources.size(), model.decoder_start_id());  // [slots]
+  // Sentences whose result is final. With the shrinking batch they have left `active`; with naive
+  // batching (options.shrink_batch false) their slots stay, are fed EOS, and their outputs are ignored.
+  std::vector<char> done(sources.size(), 0);
+  size_t remaining = sources.size();
 
   std::unique_ptr<DecoderState> state = model.encode(sources);
   std::vector<RowPosition> positions;
   std::vector<PathChoice> choices;
-  while (!active.empty()) {
+  for (int step = 0; remaining > 0; ++step) {
     const int64_t slots = static_cast<int64_t>(active.size());
+    // Every unfinished path gains one token per step, so each has generated `step` tokens.
     positions.clear();
-    for (size_t sentence : active)
-      positions.push_back(RowPosition{static_cast<int>(paths[sentence].tokens.size()), max_lengths[sentence]});
+    for (size_t sentence : active) positions.push_back(RowPosition{step, max_lengths[sentence]});
     choose(*state, input_ids, active, positions, choices);
 
     std::vector<int32_t> kept_slots;
@@ -51,30 +55,32 @@ std::vector<SearchResult> one_path_search(StepModel& model, const std::vector<st
     std::vector<int32_t> next_input_ids;
     for (int64_t slot = 0; slot < slots; ++slot) {
       const size_t sentence = active[slot];
-      Hypothesis& path = paths[sentence];
-      const PathChoice& choice = choices[slot];
-      SEQTRANS_CHECK(choice.token >= 0 && choice.token < vocab && std::isfinite(choice.log_prob),
-                     "sentence {}: no token has a finite score at step {}", sentence, positions[slot].generated);
-      path.score += choice.log_prob;
-
-      if (choice.token == eos_id) {
-        path.finished = true;
-      } else {
-        path.tokens.push_back(choice.token);
-        if (static_cast<int>(path.tokens.size()) >= max_lengths[sentence]) {
-          path.finished = false;
+      if (!done[sentence]) {
+        Hypothesis& path = paths[sentence];
+        const PathChoice& choice = choices[slot];
+        SEQTRANS_CHECK(choice.token >= 0 && choice.token < vocab && std::isfinite(choice.log_prob),
+                       "sentence {}: no token has a finite score at step {}", sentence, step);
+        path.score += choice.log_prob;
+        if (choice.token == eos_id) {
+          path.finished = true;
         } else {
-          kept_slots.push_back(static_cast<int32_t>(slot));
-          kept_sentences.push_back(sentence);
-          next_input_ids.push_back(choice.token);
-          continue;
+          path.tokens.push_back(choice.token);
+          path.finished = false;  // unless it goes on: cut by the maximum length
+        }
+        if (path.finished || static_cast<int>(path.tokens.size()) >= max_lengths[sentence]) {
+          results[sentence].hypotheses.push_back(std::move(path));
+          done[sentence] = 1;
+          --remaining;
+          // Finished sentences leave the batch at once so that no later step computes them.
+          if (options.shrink_batch) continue;
         }
       }
-      results[sentence].hypotheses.push_back(std::move(path));
+      kept_slots.push_back(static_cast<int32_t>(slot));
+      kept_sentences.push_back(sentence);
+      next_input_ids.push_back(done[sentence] ? eos_id : paths[sentence].tokens.back());
     }
 
-    if (kept_slots.empty()) break;
-    // Finished sentences leave the batch at once so that no later step computes them.
+    if (remaining == 0) break;
     if (!is_identity_selection(kept_slots, slots)) model.select(*state, kept_slots);
     active = std::move(kept_sentences);
     input_ids = std::move(next_input_ids);

@@ -1,9 +1,11 @@
 // The real binary end to end: line counts, exit codes and one-line errors for every kind of input.
 // Uses the tiny random Marian model (its output is gibberish, but every property below still holds).
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <thread>
@@ -209,4 +211,46 @@ TEST_CASE("help and version", "[e2e][cli]") {
   CHECK(version.exit_code == 0);
   CHECK(version.out.rfind("seqtrans ", 0) == 0);
   require_one_line_error(run_process({seqtrans_binary(), "translate", "--no-such-flag"}));
+}
+
+TEST_CASE("an interactive user gets each line's translation before typing the next", "[e2e][cli]") {
+  int to_child[2], from_child[2];
+  REQUIRE(::pipe(to_child) == 0);
+  REQUIRE(::pipe(from_child) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(to_child[0], STDIN_FILENO);
+    ::dup2(from_child[1], STDOUT_FILENO);
+    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
+    const std::string binary = seqtrans_binary(), model = converted_tiny_model();
+    ::execl(binary.c_str(), binary.c_str(), "translate", "-m", model.c_str(), "--device", "cpu", "--quiet",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  // Two lines, one at a time; stdin stays open throughout, so only a prompt reply can arrive.
+  for (int line = 1; line <= 2; ++line) {
+    const std::string input = "A dog runs.\n";
+    REQUIRE(::write(to_child[1], input.data(), input.size()) == static_cast<ssize_t>(input.size()));
+    std::string received;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (received.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd readable{from_child[0], POLLIN, 0};
+      if (::poll(&readable, 1, 200) > 0) {
+        char buffer[4096];
+        const ssize_t n = ::read(from_child[0], buffer, sizeof(buffer));
+        if (n <= 0) break;
+        received.append(buffer, static_cast<size_t>(n));
+      }
+    }
+    INFO("line " << line);
+    CHECK(count_lines(received) == 1);
+  }
+  ::close(to_child[1]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ::close(from_child[0]);
 }

@@ -1,0 +1,49 @@
+#include "bench/ablations.h"
+
+namespace seqtrans::bench {
+namespace {
+
+const char* topk_name(ops::TopkAlgorithm algorithm) {
+  switch (algorithm) {
+    case ops::TopkAlgorithm::Auto: return "auto";
+    case ops::TopkAlgorithm::FullScan: return "full-scan";
+    case ops::TopkAlgorithm::Hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& search) {
+  search.shrink_batch = settings.shrink_batch;
+  model.fused_output = settings.fused_output;
+  model.topk_algorithm = settings.topk_algorithm;
+}
+
+std::string describe(const EngineSettings& settings) {
+  return std::string(settings.shrink_batch ? "shrinking" : "naive") + " batch, " +
+         (settings.fused_output ? "fused" : "host") + " top-k (" + topk_name(settings.topk_algorithm) + ")";
+}
+
+std::vector<Ablation> ablations(const EngineSettings& base) {
+  std::vector<Ablation> list;
+  Ablation naive{"naive-batching", "shrinking batch", base, base};
+  naive.with_idea.shrink_batch = true;
+  naive.without_idea.shrink_batch = false;
+  list.push_back(naive);
+
+  Ablation fused{"no-fused-topk", "fused top-k", base, base};
+  fused.with_idea.fused_output = true;
+  fused.without_idea.fused_output = false;
+  list.push_back(fused);
+
+  // Hierarchical against a full scan, both explicit: Auto may pick either for a given shape.
+  Ablation hierarchical{"no-hierarchical-topk", "hierarchical top-k", base, base};
+  hierarchical.with_idea.topk_algorithm = ops::TopkAlgorithm::Hierarchical;
+  hierarchical.without_idea.topk_algorithm = ops::TopkAlgorithm::FullScan;
+  hierarchical.with_idea.fused_output = hierarchical.without_idea.fused_output = true;
+  list.push_back(hierarchical);
+  return list;
+}
+
+}  // namespace seqtrans::bench

@@ -1,0 +1,41 @@
+// The ideas `seqtrans bench` can turn off, and the ablations that measure each one's gain.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/encoder_decoder_model.h"
+#include "search/options.h"
+
+namespace seqtrans::bench {
+
+// The engine switches the benchmark varies; the defaults are the engine as built.
+struct EngineSettings {
+  bool shrink_batch = true;  // finished sentences leave the batch (off: --naive-batching)
+  bool fused_output = true;  // bias + log_softmax + top-k on the device (off: --no-fused-topk)
+  ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;  // --no-hierarchical-topk: FullScan
+
+  bool operator==(const EngineSettings& other) const {
+    return shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
+           topk_algorithm == other.topk_algorithm;
+  }
+};
+
+void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& search);
+
+// "shrinking batch, fused top-k (auto)": the settings in words, for reports.
+std::string describe(const EngineSettings& settings);
+
+// One idea measured against the same workload with it and without it; speedup = time without / time with.
+struct Ablation {
+  std::string name;  // the flag that turns the idea off, without dashes: "naive-batching"
+  std::string idea;  // what is measured: "shrinking batch"
+  EngineSettings with_idea;
+  EngineSettings without_idea;
+};
+
+// Every ablation relative to `base`: each changes only its own switch, so an idea that `base` has
+// already turned off is measured by turning it back on.
+std::vector<Ablation> ablations(const EngineSettings& base);
+
+}  // namespace seqtrans::bench

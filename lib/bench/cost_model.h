@@ -1,0 +1,91 @@
+// The hardware floor of a translation run (/work/.library/device/METHOD.md): the floating-point
+// operations of the matrix products and the fewest bytes that must cross device memory, each over the
+// device's measured peak. The larger of the two times is the floor; measured time / floor is "x of floor".
+#pragma once
+
+#include <cstdint>
+
+#include "models/model_config.h"
+
+namespace seqtrans::bench {
+
+// What the cost model needs of the architecture.
+struct ModelShape {
+  int64_t encoder_layers = 0;
+  int64_t decoder_layers = 0;
+  int64_t d_model = 0;
+  int64_t encoder_ffn = 0;
+  int64_t decoder_ffn = 0;
+  int64_t vocab = 0;  // target vocabulary = output layer rows
+  bool output_bias = false;
+};
+ModelShape model_shape(const ModelConfig& config);
+
+// Work of one phase (the encoder pass of a batch, or one decoder step).
+struct Cost {
+  double flops = 0;  // multiply-adds count 2
+  double bytes = 0;  // device memory traffic: each input read once, each output written once
+
+  Cost& operator+=(const Cost& other) {
+    flops += other.flops;
+    bytes += other.bytes;
+    return *this;
+  }
+};
+
+// The encoder pass over `sentences` sources of `source_length` tokens each (padding included), plus the
+// decoder's cross-attention key/value projections of its output, which our engine computes once there.
+Cost encoder_cost(const ModelShape& model, int64_t sentences, int64_t source_length, int64_t element_bytes);
+
+// One decoder step: `slots` hypotheses (beams) of `sentences` sentences; each attends over `keys` target
+// positions (this step's token included) and `source_length` source positions.
+struct DecoderStepShape {
+  int64_t slots = 0;
+  int64_t sentences = 0;
+  int64_t keys = 1;
+  int64_t source_length = 0;
+};
+Cost decoder_step_cost(const ModelShape& model, const DecoderStepShape& step, int64_t element_bytes);
+
+// Peak rates measured on the device; zero when unknown (then no floor is printed).
+struct Hardware {
+  double flops_per_second = 0;
+  double bytes_per_second = 0;
+  bool known() const { return flops_per_second > 0 && bytes_per_second > 0; }
+};
+
+// A run's total work and the time it takes at the peaks.
+struct Floor {
+  Cost cost;
+  double flop_seconds = 0;  // cost.flops / peak FLOP rate
+  double byte_seconds = 0;  // cost.bytes / peak bandwidth
+  double seconds() const { return flop_seconds > byte_seconds ? flop_seconds : byte_seconds; }
+  // Which term sets the floor.
+  const char* bound() const { return flop_seconds > byte_seconds ? "flops" : "bytes"; }
+};
+Floor make_floor(const Cost& cost, const Hardware& hardware);
+
+// A synthetic run (forced output length): the encoder, then target_length decoder steps of batch * beam
+// slots; beam search's first step has one slot per sentence.
+struct SyntheticWorkload {
+  int64_t batch = 1;
+  int64_t beam = 1;
+  int64_t source_length = 1;
+  int64_t target_length = 1;
+};
+Cost synthetic_cost(const ModelShape& model, const SyntheticWorkload& workload, int64_t element_bytes);
+
+// Totals of a real run (a file through the translator), which lacks per-step shapes.
+struct RunTotals {
+  int64_t sentences = 0;      // input lines, blank ones included
+  int64_t source_tokens = 0;  // EOS included
+  int64_t target_tokens = 0;  // best hypotheses, EOS excluded
+  int64_t batches = 0;
+  int64_t max_batch_sentences = 1;
+  int64_t beam = 1;
+};
+// A lower bound on a real run's work from its totals alone; attention products and key/value cache
+// traffic, which need per-step shapes, are left out (see cost_model.cc).
+Cost run_totals_cost(const ModelShape& model, const RunTotals& totals, int64_t element_bytes);
+
+}  // namespace seqtrans::bench

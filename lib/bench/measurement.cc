@@ -1,0 +1,51 @@
+#include "bench/measurement.h"
+
+#include <algorithm>
+
+#include "core/profiler.h"
+
+namespace seqtrans::bench {
+
+std::vector<double> time_runs(const Repetitions& repetitions, const std::function<double()>& run) {
+  for (int i = 0; i < repetitions.warmup; ++i) run();
+  std::vector<double> seconds;
+  for (int i = 0; i < repetitions.runs; ++i) seconds.push_back(run());
+  return seconds;
+}
+
+double StageProfile::unaccounted() const {
+  double staged = 0;
+  for (const auto& [name, seconds] : stages) staged += seconds;
+  return search_seconds - staged;
+}
+
+const std::vector<std::string>& profile_stage_names() {
+  static const std::vector<std::string> names = {"encoder",      "gemm",          "attention",   "other kernels",
+                                                 "output layer", "cache reorder", "other stages"};
+  return names;
+}
+
+StageProfile profile_run(const std::function<double(double& seconds)>& run) {
+  Profiler& profiler = Profiler::instance();
+  profiler.reset();
+  profiler.enable(true);
+  StageProfile profile;
+  try {
+    profile.search_seconds = run(profile.seconds);
+  } catch (...) {
+    profiler.enable(false);
+    throw;
+  }
+  profiler.enable(false);
+
+  const std::vector<std::string>& names = profile_stage_names();
+  for (const std::string& name : names) profile.stages.emplace_back(name, 0.0);
+  for (const auto& [stage, seconds] : profiler.stages()) {
+    const auto known = std::find(names.begin(), names.end() - 1, stage);
+    profile.stages[static_cast<size_t>(known - names.begin())].second += seconds;
+  }
+  profiler.reset();
+  return profile;
+}
+
+}  // namespace seqtrans::bench

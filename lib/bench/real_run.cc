@@ -1,0 +1,184 @@
+#include "bench/real_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "bench/statistics.h"
+#include "core/error.h"
+
+namespace seqtrans::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What one run added to the translator's running totals.
+TranslationStats difference(const TranslationStats& after, const TranslationStats& before) {
+  TranslationStats run;
+  run.sentences = after.sentences - before.sentences;
+  run.source_tokens = after.source_tokens - before.source_tokens;
+  run.target_tokens = after.target_tokens - before.target_tokens;
+  run.batches = after.batches - before.batches;
+  run.tokenize_seconds = after.tokenize_seconds - before.tokenize_seconds;
+  run.search_seconds = after.search_seconds - before.search_seconds;
+  run.detokenize_seconds = after.detokenize_seconds - before.detokenize_seconds;
+  run.batch_seconds.assign(after.batch_seconds.begin() + static_cast<std::ptrdiff_t>(before.batch_seconds.size()),
+                           after.batch_seconds.end());
+  return run;
+}
+
+std::vector<std::vector<Line>> read_windows(const std::string& path, size_t read_ahead) {
+  LineReader reader = LineReader::open(path, read_ahead);
+  std::vector<std::vector<Line>> windows;
+  for (std::vector<Line> window = reader.read_window(); !window.empty(); window = reader.read_window())
+    windows.push_back(std::move(window));
+  return windows;
+}
+
+// Translators by engine setting, each loaded once, outside any timing.
+class TranslatorPool {
+ public:
+  explicit TranslatorPool(const TranslatorOptions& base) : base_(base) {}
+
+  Translator& get(const EngineSettings& settings) {
+    for (auto& [key, translator] : translators_)
+      if (key == settings) return *translator;
+    TranslatorOptions options = base_;
+    apply(settings, options.model, options.search);
+    translators_.emplace_back(settings, std::make_unique<Translator>(options));
+    return *translators_.back().second;
+  }
+
+ private:
+  TranslatorOptions base_;
+  std::vector<std::pair<EngineSettings, std::unique_ptr<Translator>>> translators_;
+};
+
+// Timed runs of the file under several engine settings, each measured once.
+class FileMeasurements {
+ public:
+  FileMeasurements(TranslatorPool& translators, std::vector<std::vector<Line>> windows, const Repetitions& repetitions)
+      : translators_(translators), windows_(std::move(windows)), repetitions_(repetitions) {}
+
+  // One pass over the file; `translations` (when given) receives the output in input order.
+  RealRun run(Translator& translator, std::vector<Translation>* translations) {
+    const TranslationStats before = translator.stats();
+    if (translations) translations->clear();
+    const auto start = Clock::now();
+    for (const std::vector<Line>& window : windows_) {
+      std::vector<Translation> output = translator.translate(window);
+      if (translations) std::move(output.begin(), output.end(), std::back_inserter(*translations));
+    }
+    RealRun run;
+    run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    run.stats = difference(translator.stats(), before);
+    return run;
+  }
+
+  // Timed runs; `runs` (when given) receives every timed run, `translations` the last one's output.
+  TimingSummary time(const EngineSettings& settings, std::vector<RealRun>* runs = nullptr,
+                     std::vector<Translation>* translations = nullptr) {
+    for (const auto& [key, summary] : measured_)
+      if (key == settings && runs == nullptr) return summary;
+    Translator& translator = translators_.get(settings);
+    std::vector<RealRun> timed;
+    const TimingSummary summary = summarize(time_runs(repetitions_, [&] {
+      RealRun pass = run(translator, translations);
+      timed.push_back(pass);
+      return pass.seconds;
+    }));
+    // Warm-up runs come first in `timed`.
+    timed.erase(timed.begin(), timed.begin() + repetitions_.warmup);
+    if (runs) *runs = std::move(timed);
+    measured_.emplace_back(settings, summary);
+    return summary;
+  }
+
+  StageProfile profile(const EngineSettings& settings) {
+    Translator& translator = translators_.get(settings);
+    return profile_run([&](double& seconds) {
+      const RealRun pass = run(translator, nullptr);
+      seconds = pass.seconds;
+      return pass.stats.search_seconds;
+    });
+  }
+
+ private:
+  TranslatorPool& translators_;
+  std::vector<std::vector<Line>> windows_;
+  Repetitions repetitions_;
+  std::vector<std::pair<EngineSettings, TimingSummary>> measured_;
+};
+
+const RealRun& median_run(const std::vector<RealRun>& runs) {
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return runs[a].seconds < runs[b].seconds; });
+  return runs[order[(order.size() - 1) / 2]];
+}
+
+}  // namespace
+
+RealReport run_real(const RealOptions& options, const std::function<void(const std::string&)>& progress) {
+  SEQTRANS_CHECK(options.repetitions.runs >= 1, "benchmark: runs {} must be at least 1", options.repetitions.runs);
+  SEQTRANS_CHECK(options.repetitions.warmup >= 0, "benchmark: warm-up runs {} must be at least 0",
+                 options.repetitions.warmup);
+  std::vector<std::vector<Line>> windows = read_windows(options.input, options.translator.batching.read_ahead);
+  RealReport report;
+  for (const auto& window : windows) report.lines += window.size();
+  SEQTRANS_CHECK(report.lines > 0, "benchmark: '{}' has no lines", options.input);
+
+  TranslatorPool translators(options.translator);
+  Translator& base = translators.get(options.engine);
+  report.config = base.model_file().config();
+  FileMeasurements measurements(translators, std::move(windows), options.repetitions);
+
+  RealResult& result = report.result;
+  std::vector<RealRun> runs;
+  result.time = measurements.time(options.engine, &runs, &report.translations);
+  result.median_run = median_run(runs);
+  const RealRun& run = result.median_run;
+  const TranslationStats& stats = run.stats;
+  result.sentences_per_second = static_cast<double>(stats.sentences) / run.seconds;
+  result.source_tokens_per_second = static_cast<double>(stats.source_tokens) / run.seconds;
+  result.target_tokens_per_second = static_cast<double>(stats.target_tokens) / run.seconds;
+  if (!stats.batch_seconds.empty()) {
+    result.batch_p50 = percentile(stats.batch_seconds, 50);
+    result.batch_p90 = percentile(stats.batch_seconds, 90);
+    result.batch_p99 = percentile(stats.batch_seconds, 99);
+  }
+  result.other_host_seconds =
+      run.seconds - stats.tokenize_seconds - stats.search_seconds - stats.detokenize_seconds;
+  result.memory = peak_memory(options.translator.device);
+
+  RunTotals totals;
+  totals.sentences = static_cast<int64_t>(stats.sentences);
+  totals.source_tokens = static_cast<int64_t>(stats.source_tokens);
+  totals.target_tokens = static_cast<int64_t>(stats.target_tokens);
+  totals.batches = static_cast<int64_t>(stats.batches);
+  totals.max_batch_sentences = static_cast<int64_t>(options.translator.batching.max_batch_size);
+  totals.beam = options.translator.search.beam_size;
+  const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.translator.dtype));
+  result.floor = make_floor(run_totals_cost(model_shape(report.config), totals, element_bytes), options.hardware);
+  if (progress)
+    progress(fmt::format("{} lines: {:.3f} s median of {} runs, {:.1f} target tokens/s", report.lines,
+                         result.time.median, result.time.runs, result.target_tokens_per_second));
+
+  if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
+  if (options.ablations) {
+    for (const Ablation& ablation : ablations(options.engine)) {
+      AblationResult measured{ablation.name, ablation.idea, measurements.time(ablation.with_idea),
+                              measurements.time(ablation.without_idea)};
+      if (progress)
+        progress(fmt::format("{}: {:.2f}x ({:.3f} s with, {:.3f} s without)", ablation.idea, measured.speedup(),
+                             measured.with_idea.median, measured.without_idea.median));
+      result.ablations.push_back(measured);
+    }
+  }
+  return report;
+}
+
+}  // namespace seqtrans::bench

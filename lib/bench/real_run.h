@@ -1,0 +1,62 @@
+// The real benchmark: a text file through the translator exactly as `seqtrans translate` runs it
+// (tokenize, batch, encode, search, detokenize), timed end to end over repeated runs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/ablations.h"
+#include "bench/cost_model.h"
+#include "bench/measurement.h"
+#include "bench/memory.h"
+#include "batching/line_reader.h"
+#include "translator.h"
+
+namespace seqtrans::bench {
+
+struct RealOptions {
+  TranslatorOptions translator;  // model, device, precision, search and batching as `translate` takes them
+  std::string input;             // the text file, one sentence per line
+  Repetitions repetitions = {3, 1, false};
+  EngineSettings engine;
+  bool ablations = false;
+  Hardware hardware;
+};
+
+// One run of the whole file, as the translator counted it.
+struct RealRun {
+  double seconds = 0;  // wall time of all translate() calls
+  TranslationStats stats;
+};
+
+// The file under one engine setting.
+struct RealResult {
+  TimingSummary time;  // seconds per pass over the file
+  RealRun median_run;  // the timed run with the median time: counts and per-batch latencies
+  double sentences_per_second = 0;
+  double source_tokens_per_second = 0;
+  double target_tokens_per_second = 0;
+  double batch_p50 = 0, batch_p90 = 0, batch_p99 = 0;  // search seconds per mini-batch
+  // Wall time outside tokenize, search and detokenize: batching, reordering, host gaps.
+  double other_host_seconds = 0;
+  PeakMemory memory;
+  Floor floor;  // a lower bound from the run's totals (cost_model.h: run_totals_cost)
+  std::optional<StageProfile> profile;
+  std::vector<AblationResult> ablations;
+};
+
+struct RealReport {
+  ModelConfig config;
+  size_t lines = 0;
+  RealResult result;
+  std::vector<Translation> translations;  // of the last timed run, in input order
+};
+
+// Reads `input` in the translator's read-ahead windows, then times the runs. `progress` gets a line per
+// measured configuration (may be empty).
+RealReport run_real(const RealOptions& options, const std::function<void(const std::string&)>& progress);
+
+}  // namespace seqtrans::bench

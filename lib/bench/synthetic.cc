@@ -1,0 +1,222 @@
+#include "bench/synthetic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "models/encoder_decoder_model.h"
+#include "models/tensor_specs.h"
+#include "ops/runtime.h"
+#include "search/search.h"
+
+extern "C" void openblas_set_num_threads(int threads);
+
+namespace seqtrans::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int largest(const std::vector<int>& values) { return *std::max_element(values.begin(), values.end()); }
+
+void check_positive(const std::vector<int>& values, const char* what) {
+  SEQTRANS_CHECK(!values.empty(), "synthetic benchmark: no {} given", what);
+  for (int value : values) SEQTRANS_CHECK(value >= 1, "synthetic benchmark: {} {} must be at least 1", what, value);
+}
+
+// Source ids drawn uniformly from the ordinary tokens (never EOS, unknown or pad), each sentence ending
+// with EOS as tokenized sources do. The same point always gets the same ids.
+std::vector<std::vector<int32_t>> random_sources(const ModelConfig& config, const GridPoint& point, uint64_t seed) {
+  std::mt19937_64 generator(seed * 1000003u + static_cast<uint64_t>(point.batch) * 1009u +
+                            static_cast<uint64_t>(point.source_length));
+  std::uniform_int_distribution<int32_t> token(2, config.source_vocab_size - 2);
+  std::vector<std::vector<int32_t>> sources(static_cast<size_t>(point.batch));
+  for (std::vector<int32_t>& source : sources) {
+    for (int i = 0; i + 1 < point.source_length; ++i) source.push_back(token(generator));
+    source.push_back(config.eos_id);
+  }
+  return sources;
+}
+
+// EOS is suppressed before target_length tokens and the maximum length is target_length, so every
+// sentence generates exactly target_length tokens (Hugging Face: min_new_tokens = max_new_tokens).
+SearchOptions forced_length_search(const GridPoint& point, const EngineSettings& settings) {
+  SearchOptions search;
+  search.beam_size = point.beam;
+  search.num_hypotheses = 1;
+  search.min_length = point.target_length;
+  search.max_length_a = point.target_length;
+  search.max_length_b = 0.0f;
+  ModelOptions unused;
+  apply(settings, unused, search);
+  return search;
+}
+
+// One model per engine setting, built on first use: the fused output layer and the top-k algorithm are
+// model options. Weights are uploaded once per setting, outside any timing.
+class ModelPool {
+ public:
+  ModelPool(const ModelFile& file, const ModelOptions& base) : file_(file), base_(base) {}
+
+  EncoderDecoderModel& get(const EngineSettings& settings) {
+    for (auto& [key, model] : models_)
+      if (key == settings) return *model;
+    ModelOptions options = base_;
+    SearchOptions unused;
+    apply(settings, options, unused);
+    models_.emplace_back(settings, std::make_unique<EncoderDecoderModel>(file_, options));
+    return *models_.back().second;
+  }
+
+ private:
+  const ModelFile& file_;
+  ModelOptions base_;
+  std::vector<std::pair<EngineSettings, std::unique_ptr<EncoderDecoderModel>>> models_;
+};
+
+// One search of the whole batch, timed; checks that every sentence got exactly target_length tokens.
+double timed_search(EncoderDecoderModel& model, const std::vector<std::vector<int32_t>>& sources,
+                    const SearchOptions& search_options, const GridPoint& point) {
+  const auto start = Clock::now();
+  const std::vector<SearchResult> results = search(model, sources, search_options);
+  synchronize_devices();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const SearchResult& result : results) {
+    SEQTRANS_CHECK(!result.hypotheses.empty() &&
+                       static_cast<int>(result.hypotheses.front().tokens.size()) == point.target_length,
+                   "synthetic benchmark: a sentence generated {} tokens instead of the forced {}",
+                   result.hypotheses.empty() ? 0 : result.hypotheses.front().tokens.size(), point.target_length);
+  }
+  return seconds;
+}
+
+// Timings of one grid point under several engine settings, each measured once.
+class PointMeasurements {
+ public:
+  PointMeasurements(ModelPool& models, const GridPoint& point, std::vector<std::vector<int32_t>> sources,
+                    const Repetitions& repetitions)
+      : models_(models), point_(point), sources_(std::move(sources)), repetitions_(repetitions) {}
+
+  TimingSummary time(const EngineSettings& settings) {
+    for (const auto& [key, summary] : measured_)
+      if (key == settings) return summary;
+    EncoderDecoderModel& model = models_.get(settings);
+    const SearchOptions search_options = forced_length_search(point_, settings);
+    const TimingSummary summary =
+        summarize(time_runs(repetitions_, [&] { return timed_search(model, sources_, search_options, point_); }));
+    measured_.emplace_back(settings, summary);
+    return summary;
+  }
+
+  StageProfile profile(const EngineSettings& settings) {
+    EncoderDecoderModel& model = models_.get(settings);
+    const SearchOptions search_options = forced_length_search(point_, settings);
+    return profile_run([&](double& seconds) {
+      seconds = timed_search(model, sources_, search_options, point_);
+      return seconds;
+    });
+  }
+
+ private:
+  ModelPool& models_;
+  GridPoint point_;
+  std::vector<std::vector<int32_t>> sources_;
+  Repetitions repetitions_;
+  std::vector<std::pair<EngineSettings, TimingSummary>> measured_;
+};
+
+}  // namespace
+
+ModelConfig synthetic_config(const SyntheticModel& model, int max_positions) {
+  ModelConfig config = transformer_base_config();
+  config.d_model = model.d_model;
+  config.encoder = {model.encoder_layers, model.heads, model.ffn, false, false, false};
+  config.decoder = {model.decoder_layers, model.heads, model.ffn, false, false, false};
+  config.embedding_scale = std::sqrt(static_cast<float>(model.d_model));
+  config.max_positions = max_positions;
+  config.source_vocab_size = config.target_vocab_size = model.vocab;
+  config.pad_id = config.decoder_start_id = model.vocab - 1;
+  config.suppressed_ids = {model.vocab - 1};
+  return config;
+}
+
+void validate(const SyntheticOptions& options) {
+  const SyntheticModel& model = options.model;
+  SEQTRANS_CHECK(model.encoder_layers >= 1 && model.decoder_layers >= 1,
+                 "synthetic benchmark: layers {},{} must be at least 1 each", model.encoder_layers,
+                 model.decoder_layers);
+  SEQTRANS_CHECK(model.d_model >= 1 && model.heads >= 1 && model.d_model % model.heads == 0,
+                 "synthetic benchmark: d_model {} must be a positive multiple of heads {}", model.d_model, model.heads);
+  SEQTRANS_CHECK(model.ffn >= 1, "synthetic benchmark: ffn {} must be at least 1", model.ffn);
+  check_positive(options.grid.batch, "batch");
+  check_positive(options.grid.beam, "beam");
+  check_positive(options.grid.source_length, "source length");
+  check_positive(options.grid.target_length, "target length");
+  // Ids 0 (EOS) and vocab - 1 (pad) are never candidates; beam search wants 2 x beam candidates per step.
+  const int needed = std::max(4, 2 * largest(options.grid.beam) + 2);
+  SEQTRANS_CHECK(model.vocab >= needed, "synthetic benchmark: vocab {} is too small for beam {} (needs {})",
+                 model.vocab, largest(options.grid.beam), needed);
+  SEQTRANS_CHECK(options.repetitions.runs >= 1, "synthetic benchmark: runs {} must be at least 1",
+                 options.repetitions.runs);
+  SEQTRANS_CHECK(options.repetitions.warmup >= 0, "synthetic benchmark: warm-up runs {} must be at least 0",
+                 options.repetitions.warmup);
+}
+
+SyntheticReport run_synthetic(const SyntheticOptions& options, const std::function<void(const std::string&)>& progress) {
+  validate(options);
+  const SyntheticGrid& grid = options.grid;
+  const int max_positions =
+      std::max({1024, largest(grid.source_length), largest(grid.target_length) + 1});
+  SyntheticReport report;
+  report.config = synthetic_config(options.model, max_positions);
+  const ModelShape shape = model_shape(report.config);
+  const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.dtype));
+
+  if (options.cpu_threads > 0) openblas_set_num_threads(options.cpu_threads);
+  // The allocator grows during the warm-up runs, outside the timings.
+  ops::initialize_device(options.device, options.device_index, /*reserve_bytes=*/0);
+  const ModelFile file = make_random_model(report.config, RandomModelOptions{options.seed, 0.05f});
+  ModelOptions model_options;
+  model_options.device = options.device;
+  model_options.dtype = options.dtype;
+  ModelPool models(file, model_options);
+
+  for (int source_length : grid.source_length)
+    for (int target_length : grid.target_length)
+      for (int beam : grid.beam)
+        for (int batch : grid.batch) {
+          const GridPoint point{batch, beam, source_length, target_length};
+          PointMeasurements measurements(models, point, random_sources(report.config, point, options.seed),
+                                         options.repetitions);
+          SyntheticResult result;
+          result.point = point;
+          result.time = measurements.time(options.engine);
+          result.generated_tokens_per_second = static_cast<double>(batch) * target_length / result.time.median;
+          result.sentences_per_second = static_cast<double>(batch) / result.time.median;
+          result.seconds_per_step = result.time.median / target_length;
+          result.memory = peak_memory(options.device);
+          result.floor = make_floor(synthetic_cost(shape, {batch, beam, source_length, target_length}, element_bytes),
+                                    options.hardware);
+          if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
+          if (options.ablations) {
+            for (const Ablation& ablation : ablations(options.engine)) {
+              AblationResult measured{ablation.name, ablation.idea, measurements.time(ablation.with_idea),
+                                      measurements.time(ablation.without_idea)};
+              result.ablations.push_back(measured);
+            }
+          }
+          if (progress)
+            progress(fmt::format("batch {} beam {} source {} target {}: {:.2f} ms, {:.0f} generated tokens/s", batch,
+                                 beam, source_length, target_length, 1e3 * result.time.median,
+                                 result.generated_tokens_per_second));
+          report.results.push_back(std::move(result));
+        }
+  return report;
+}
+
+}  // namespace seqtrans::bench

@@ -1,0 +1,88 @@
+// The synthetic benchmark: a random-weight Transformer of a given shape (no model file), random source
+// ids, and exactly target_length generated tokens (EOS suppressed until then), over a grid of batch x
+// beam x source length x target length; the protocol the peers in PEERS.md were measured with.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/ablations.h"
+#include "bench/cost_model.h"
+#include "bench/measurement.h"
+#include "bench/memory.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "models/model_config.h"
+
+namespace seqtrans::bench {
+
+// Transformer-base by default (Vaswani et al.).
+struct SyntheticModel {
+  int encoder_layers = 6;
+  int decoder_layers = 6;
+  int d_model = 512;
+  int heads = 8;
+  int ffn = 2048;
+  int vocab = 32000;  // shared source and target vocabulary, tied output layer
+};
+
+// A config of that shape with Transformer-base conventions otherwise (lib/models/tensor_specs.h):
+// EOS 0, unknown 1, pad = decoder start = vocab - 1 (suppressed), `max_positions` positions.
+ModelConfig synthetic_config(const SyntheticModel& model, int max_positions);
+
+struct SyntheticGrid {
+  std::vector<int> batch = {1, 16, 64, 128};
+  std::vector<int> beam = {1, 4};
+  std::vector<int> source_length = {32};  // source ids per sentence, EOS included
+  std::vector<int> target_length = {32};  // generated tokens per sentence, exactly
+};
+
+struct SyntheticOptions {
+  SyntheticModel model;
+  SyntheticGrid grid;
+  Repetitions repetitions;
+  Device device = Device::CPU;
+  int device_index = 0;
+  DataType dtype = DataType::F32;
+  int cpu_threads = 0;  // 0 = the BLAS library's default
+  EngineSettings engine;
+  bool ablations = false;  // also measure every idea off (bench/ablations.h)
+  Hardware hardware;       // unknown: no floor
+  uint64_t seed = 1;       // weights and source ids
+};
+
+// Throws seqtrans::Error naming the first invalid option.
+void validate(const SyntheticOptions& options);
+
+struct GridPoint {
+  int batch = 1;
+  int beam = 1;
+  int source_length = 1;
+  int target_length = 1;
+};
+
+// One grid point with the engine as configured.
+struct SyntheticResult {
+  GridPoint point;
+  TimingSummary time;  // seconds per search of the whole batch: encoder and every decoder step
+  double generated_tokens_per_second = 0;  // batch * target_length / median
+  double sentences_per_second = 0;
+  double seconds_per_step = 0;             // median / target_length
+  PeakMemory memory;                       // peak so far in the process
+  Floor floor;
+  std::optional<StageProfile> profile;
+  std::vector<AblationResult> ablations;   // empty unless asked for
+};
+
+struct SyntheticReport {
+  ModelConfig config;
+  std::vector<SyntheticResult> results;  // grid order: source length, target length, beam, batch
+};
+
+// Runs the grid. `progress` gets one line per finished grid point (may be empty).
+SyntheticReport run_synthetic(const SyntheticOptions& options, const std::function<void(const std::string&)>& progress);
+
+}  // namespace seqtrans::bench

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# One device call for a GPU change: build everything, run the GPU tests (ops and end to end), memcheck the
+# end-to-end GPU tests, translate Multi30k test on GPU (fp16, fp32) and CPU with the bundled model and
+# score BLEU, then the benchmark. Logs go to $OUT (one tarball plus a summary).
+# Usage on the device machine: scripts/gpu_check.sh [stage...]   (stages: build test memcheck bleu bench)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/seqtrans-gpu-out}
+logs=$out/logs
+build=${BUILD_DIR:-/tmp/seqtrans-gpu-build}
+data=${DATA_DIR:-.data}
+mkdir -p "$logs"
+stages=("$@")
+((${#stages[@]})) || stages=(build test memcheck bleu bench)
+deadline=${DEADLINE:-560}
+status=0
+want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+
+run_logged() {
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS left=$((deadline - SECONDS))
+  ((left < limit)) && limit=$left
+  if ((limit < 10)); then
+    echo "$name: skipped, no time left" | tee -a "$out/summary.txt"
+    status=1
+    return 1
+  fi
+  timeout "$limit" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc in $((SECONDS - start)) s" | tee -a "$out/summary.txt"
+  ((rc == 0)) || status=1
+  return $rc
+}
+
+if want build; then
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/machine.txt"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$logs/configure.log" 2>&1
+  run_logged build 300 cmake --build "$build" -j16 || { tail -30 "$logs/build.log"; }
+fi
+
+if want test; then
+  run_logged ctest_gpu 200 ctest --test-dir "$build" -L gpu --output-on-failure
+  grep -E "parity|tokenizer|tests passed|Failed|FAILED" "$logs/ctest_gpu.log" | head -20
+  run_logged ctest_cpu 200 ctest --test-dir "$build" -LE gpu --output-on-failure
+  grep -E "tests passed|Failed" "$logs/ctest_cpu.log" | tail -3
+fi
+
+if want memcheck; then
+  run_logged memcheck_e2e 200 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 \
+    "$build/test/seqtrans_e2e_tests" "[gpu]"
+  grep -E "ERROR SUMMARY|test cases|assertions" "$logs/memcheck_e2e.log" | tail -3
+fi
+
+if want bleu && [ -f models/opus-demo-en-de.seqtrans ] && [ -f "$data/test_2016_flickr.en" ]; then
+  for setting in "cuda fp16" "cuda fp32" "cpu fp32"; do
+    set -- $setting
+    name="translate_$1_$2"
+    run_logged "$name" 200 "$build/seqtrans" translate --device "$1" --precision "$2" --beam-size 4 \
+      -i "$data/test_2016_flickr.en" -o "$out/multi30k_test.$1.$2.de"
+    tail -1 "$logs/$name.log"
+    python3 -m sacrebleu "$data/test_2016_flickr.de" -i "$out/multi30k_test.$1.$2.de" -b -w 2 |
+      sed "s/^/BLEU $1 $2: /" | tee -a "$out/summary.txt"
+  done
+  paste -d '\n' "$out/multi30k_test.cpu.fp32.de" "$out/multi30k_test.cuda.fp32.de" | paste - - |
+    awk -F'\t' '{same += ($1 == $2)} END {print "identical lines cpu fp32 vs cuda fp32: " same "/" NR}' |
+    tee -a "$out/summary.txt"
+fi
+
+if want bench && "$build/seqtrans" bench --help >/dev/null 2>&1; then
+  run_logged bench 240 "$build/seqtrans" bench --synthetic --device cuda --json "$out/bench.json"
+  tail -30 "$logs/bench.log"
+fi
+
+tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
+echo "=== summary"
+cat "$out/summary.txt"
+exit $status
