@@ -78,14 +78,18 @@ void log(const CommonOptions& options, LogLevel level, const std::string& messag
   std::cerr << "seqtrans: " << message << '\n';
 }
 
+void note_device_choice(const CommonOptions& options) {
+  if (options.cpu_fallback)
+    log(options, LogLevel::Warning,
+        cuda_compiled() ? "no GPU found, translating on the CPU" : "built without CUDA, translating on the CPU");
+}
+
 void resolve_common_options(CommonOptions& options) {
   TranslatorOptions& translator = options.translator;
   const std::string& device = options.device;
   if (device == "auto") {
     translator.device = cuda_device_count() > 0 ? Device::CUDA : Device::CPU;
-    if (translator.device == Device::CPU)
-      log(options, LogLevel::Warning,
-          cuda_compiled() ? "no GPU found, translating on the CPU" : "built without CUDA, translating on the CPU");
+    options.cpu_fallback = translator.device == Device::CPU;
   } else if (device == "cpu") {
     translator.device = Device::CPU;
   } else if (device.rfind("cuda", 0) == 0) {

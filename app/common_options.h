@@ -20,16 +20,21 @@ struct CommonOptions {
   std::vector<float> max_length = {256.0f, 0.0f};
   bool quiet = false;
   LogLevel log_level = LogLevel::Warning;
+  // Set when --device auto found no GPU; noted once the model has loaded (an error comes alone).
+  bool cpu_fallback = false;
 };
 
 // Registers the shared flags on `command`, writing into `options`.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
-// Fills translator.device/dtype/search.max_length_* from the strings; prints the CPU fallback note.
+// Fills translator.device/dtype/search.max_length_* from the strings.
 void resolve_common_options(CommonOptions& options);
 
 // The model used when -m is not given: $SEQTRANS_MODEL, else the bundled demo model.
 std::string default_model_path();
+
+// Prints the note that --device auto fell back to the CPU, if it did.
+void note_device_choice(const CommonOptions& options);
 
 // Prints "seqtrans: <message>" on stderr when `level` is enabled.
 void log(const CommonOptions& options, LogLevel level, const std::string& message);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench_command.h"
 #include "core/error.h"
 #include "translate_command.h"
 
@@ -19,6 +20,8 @@ int main(int argc, char** argv) {
   });
   seqtrans::app::TranslateOptions translate;
   CLI::App* translate_command = seqtrans::app::add_translate_command(app, translate);
+  seqtrans::app::BenchOptions bench;
+  CLI::App* bench_command = seqtrans::app::add_bench_command(app, bench);
 
   try {
     app.parse(argc, argv);
@@ -27,6 +30,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (translate_command->parsed()) return seqtrans::app::run_translate(translate);
+    if (bench_command->parsed()) return seqtrans::app::run_bench(bench);
   } catch (const std::exception& error) {
     std::cerr << "seqtrans: error: " << error.what() << '\n';
     return 1;

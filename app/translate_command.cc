@@ -93,6 +93,7 @@ int run_translate(TranslateOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   Translator translator(common.translator);
+  note_device_choice(common);
   log(common, LogLevel::Info,
       fmt::format("model {} on {}", common.translator.model_path, device_name(common.translator.device)));
   const size_t read_ahead = common.translator.batching.read_ahead;

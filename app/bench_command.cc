@@ -1,0 +1,241 @@
+#include "bench_command.h"
+
+#include <iostream>
+
+#include "bench/records.h"
+#include "bench_report.h"
+#include "output_file.h"
+
+namespace seqtrans::app {
+namespace {
+
+// Hardware ceilings measured on an H200 (PEERS.md): cuBLAS fp16 GEMM and a device-to-device copy.
+constexpr double kH200Fp16Tflops = 764;
+constexpr double kH200BandwidthGbs = 4270;
+
+bench::EngineSettings engine_settings(const BenchOptions& options) {
+  bench::EngineSettings engine;
+  engine.shrink_batch = !options.naive_batching;
+  engine.fused_output = !options.no_fused_topk;
+  if (options.no_hierarchical_topk) engine.topk_algorithm = ops::TopkAlgorithm::FullScan;
+  return engine;
+}
+
+// The peak rates behind the floor: the flags, else the measured H200 values for fp16 on a GPU, else none.
+bench::Hardware resolve_hardware(const BenchOptions& options, std::string& source) {
+  SEQTRANS_CHECK((options.peak_tflops > 0) == (options.peak_bandwidth_gbs > 0),
+                 "give both --peak-tflops and --peak-bandwidth-gbs, or neither");
+  bench::Hardware hardware;
+  const TranslatorOptions& translator = options.common.translator;
+  if (options.peak_tflops > 0) {
+    hardware = {options.peak_tflops * 1e12, options.peak_bandwidth_gbs * 1e9};
+    source = "--peak-tflops, --peak-bandwidth-gbs";
+  } else if (translator.device == Device::CUDA && translator.dtype == DataType::F16) {
+    hardware = {kH200Fp16Tflops * 1e12, kH200BandwidthGbs * 1e9};
+    source = "measured on an H200, PEERS.md; pass --peak-tflops and --peak-bandwidth-gbs for another GPU";
+  } else {
+    source = translator.device == Device::CPU ? "no peak rates for the CPU: pass --peak-tflops and --peak-bandwidth-gbs"
+                                              : "no peak rates for fp32: pass --peak-tflops and --peak-bandwidth-gbs";
+  }
+  return hardware;
+}
+
+void write_outputs(const BenchOptions& options, const bench::RunDescription& run, const ModelConfig& config,
+                   const std::vector<bench::Row>& results, const std::vector<bench::Row>& ablation_rows) {
+  if (!options.json.empty()) {
+    AtomicOutputFile out(options.json);
+    bench::write_json(out.stream(), run, config, results, ablation_rows);
+    out.commit();
+  }
+  if (!options.csv.empty()) {
+    AtomicOutputFile out(options.csv);
+    bench::write_csv(out.stream(), results);
+    out.commit();
+  }
+}
+
+int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
+  const CommonOptions& common = options.common;
+  SEQTRANS_CHECK(options.command->count("--beam-size") == 0, "--synthetic takes beams as a list: --beam 1,4");
+  SEQTRANS_CHECK(options.command->count("--model") == 0, "--synthetic uses random weights, not a model file (-m)");
+  SEQTRANS_CHECK(options.input.empty() && options.output.empty(), "--synthetic reads no input file (-i, -o)");
+  bench::SyntheticOptions synthetic;
+  synthetic.model.encoder_layers = options.layers.front();
+  synthetic.model.decoder_layers = options.layers.back();
+  synthetic.model.d_model = options.d_model;
+  synthetic.model.heads = options.heads;
+  synthetic.model.ffn = options.ffn;
+  synthetic.model.vocab = options.vocab;
+  synthetic.grid = {options.batch, options.beam, options.source_length, options.target_length};
+  synthetic.repetitions = {options.runs > 0 ? options.runs : 5, options.warmup >= 0 ? options.warmup : 2,
+                           options.profile};
+  synthetic.device = common.translator.device;
+  synthetic.device_index = common.translator.device_index;
+  synthetic.dtype = common.translator.dtype;
+  synthetic.cpu_threads = common.translator.cpu_threads;
+  synthetic.engine = run.engine;
+  synthetic.ablations = options.ablations;
+  synthetic.hardware = run.hardware;
+  run.mode = "synthetic";
+  run.repetitions = synthetic.repetitions;
+
+  const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
+  const bench::SyntheticReport report = bench::run_synthetic(synthetic, progress);
+  note_device_choice(common);
+  print_synthetic_report(std::cout, run, report);
+
+  std::vector<bench::Row> results, ablation_rows;
+  for (const bench::SyntheticResult& result : report.results) {
+    results.push_back(bench::synthetic_row(result));
+    for (bench::Row& row : bench::synthetic_ablation_rows(result)) ablation_rows.push_back(std::move(row));
+  }
+  write_outputs(options, run, report.config, results, ablation_rows);
+  return 0;
+}
+
+int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
+  const CommonOptions& common = options.common;
+  SEQTRANS_CHECK(!options.input.empty(), "bench needs -i FILE (a real workload) or --synthetic");
+  for (const char* flag : {"--layers", "--d-model", "--heads", "--ffn", "--vocab", "--batch", "--beam",
+                           "--source-length", "--target-length"})
+    SEQTRANS_CHECK(options.command->count(flag) == 0,
+                   "{} shapes the synthetic model; add --synthetic (a real run takes -b, --max-batch-size)", flag);
+  bench::RealOptions real;
+  real.translator = common.translator;
+  real.input = options.input;
+  real.repetitions = {options.runs > 0 ? options.runs : 3, options.warmup >= 0 ? options.warmup : 1, options.profile};
+  real.engine = run.engine;
+  real.ablations = options.ablations;
+  real.hardware = run.hardware;
+  run.mode = "real";
+  run.repetitions = real.repetitions;
+  run.input = options.input;
+  run.model = common.translator.model_path;
+
+  const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
+  const bench::RealReport report = bench::run_real(real, progress);
+  note_device_choice(common);
+  print_real_report(std::cout, run, report, common.translator);
+
+  if (!options.output.empty()) {
+    AtomicOutputFile out(options.output);
+    for (const Translation& translation : report.translations) {
+      std::string text = translation.texts.empty() ? "" : translation.texts.front();
+      for (char& c : text)
+        if (c == '\n' || c == '\r') c = ' ';
+      out.stream() << text << '\n';
+    }
+    out.commit();
+  }
+  write_outputs(options, run, report.config, {bench::real_row(report)}, bench::real_ablation_rows(report));
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
+  CLI::App* command = app.add_subcommand("bench", "Measure translation speed: a real file or a synthetic grid");
+  options.command = command;
+  command->footer(
+      "Examples:\n"
+      "  seqtrans bench -m model.seqtrans -i newstest2014.en -b 4 --max-batch-size 32 --profile\n"
+      "  seqtrans bench --synthetic                                  (Transformer-base, batch 1,16,64,128 x beam 1,4)\n"
+      "  seqtrans bench --synthetic --batch 64 --beam 4 --ablations --json out.json --csv out.csv\n"
+      "  seqtrans bench --synthetic --device cpu --layers 2,2 --d-model 64 --heads 4 --ffn 128 --vocab 500 \\\n"
+      "      --batch 1,4 --beam 1,2 --source-length 8 --target-length 8 --runs 2 --warmup 1\n"
+      "\nReal mode translates the file as `translate` does (tokenization included) and discards the output\n"
+      "unless -o is given. Synthetic mode uses random weights and random source ids, and forces exactly\n"
+      "--target-length output tokens. Times are medians of --runs after --warmup runs. \"x of floor\" is\n"
+      "the measured time over the hardware floor max(FLOPs / peak FLOP rate, bytes / peak bandwidth);\n"
+      "docs/BENCHMARKS.md describes the model.");
+  command->add_option("-i,--input", options.input, "Real mode: the text file to translate")->check(CLI::ExistingFile);
+  command->add_option("-o,--output", options.output, "Real mode: write the translations here (default: discarded)");
+  command->add_flag("--synthetic", options.synthetic, "Random-weight model and random inputs over a grid; no model file");
+
+  const char* synthetic_group = "Synthetic model and grid";
+  command->add_option("--layers", options.layers, "Encoder,decoder layers (one number: both)")
+      ->delimiter(',')
+      ->expected(1, 2)
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--d-model", options.d_model, "Model width")->check(CLI::Range(1, 1 << 16))->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--heads", options.heads, "Attention heads")->check(CLI::Range(1, 1024))->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--ffn", options.ffn, "Feed-forward width")->check(CLI::Range(1, 1 << 18))->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--vocab", options.vocab, "Vocabulary (shared, tied output layer)")
+      ->check(CLI::Range(4, 1 << 24))
+      ->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--batch", options.batch, "Sentences per batch, a list")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--beam", options.beam, "Beam sizes, a list (1 = greedy)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--source-length", options.source_length, "Source tokens per sentence (EOS included), a list")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--target-length", options.target_length, "Generated tokens per sentence, forced; a list")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str()
+      ->group(synthetic_group);
+
+  const char* measure_group = "Measurement";
+  command->add_option("--runs", options.runs, "Timed runs; the median is reported (default: 5 synthetic, 3 real)")
+      ->check(CLI::Range(1, 100000))
+      ->group(measure_group);
+  command->add_option("--warmup", options.warmup, "Untimed runs first (default: 2 synthetic, 1 real)")
+      ->check(CLI::Range(0, 100000))
+      ->group(measure_group);
+  command->add_flag("--profile", options.profile,
+                    "One more run with the stage profiler: time per stage (it synchronizes, so it runs slower)")
+      ->group(measure_group);
+  command->add_flag("--ablations", options.ablations,
+                    "Also run the workload with each idea turned off and print each idea's speedup")
+      ->group(measure_group);
+  command->add_flag("--naive-batching", options.naive_batching,
+                    "Finished sentences stay in the batch until all finish (results unchanged)")
+      ->group(measure_group);
+  command->add_flag("--no-fused-topk", options.no_fused_topk,
+                    "Copy full logits to the host and select there instead of the fused output layer")
+      ->group(measure_group);
+  command->add_flag("--no-hierarchical-topk", options.no_hierarchical_topk, "Top-k by a full scan of every row")
+      ->group(measure_group);
+  command->add_option("--peak-tflops", options.peak_tflops,
+                      "Peak matrix FLOP rate for the floor (default on a GPU in fp16: 764, measured on an H200)")
+      ->check(CLI::PositiveNumber)
+      ->group(measure_group);
+  command->add_option("--peak-bandwidth-gbs", options.peak_bandwidth_gbs,
+                      "Peak memory bandwidth in GB/s for the floor (default on a GPU in fp16: 4270, H200)")
+      ->check(CLI::PositiveNumber)
+      ->group(measure_group);
+  command->add_option("--json", options.json, "Write the results as JSON to this file")->group(measure_group);
+  command->add_option("--csv", options.csv, "Write the results as CSV to this file (one row per result)")
+      ->group(measure_group);
+  add_common_options(*command, options.common);
+  return command;
+}
+
+int run_bench(BenchOptions& options) {
+  CommonOptions& common = options.common;
+  resolve_common_options(common);
+  bench::RunDescription run;
+  run.device = common.translator.device == Device::CPU ? std::string("cpu")
+                                                       : "cuda:" + std::to_string(common.translator.device_index);
+  run.dtype = common.translator.dtype;
+  run.engine = engine_settings(options);
+  run.hardware = resolve_hardware(options, run.hardware_source);
+  return options.synthetic ? run_synthetic_bench(options, run) : run_real_bench(options, run);
+}
+
+}  // namespace seqtrans::app

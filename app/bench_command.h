@@ -1,0 +1,49 @@
+// `seqtrans bench`: speed of a real file (-m MODEL -i FILE) or of a synthetic random-weight model over a
+// grid (--synthetic), with the hardware floor, a profiled breakdown and ablations. Results go to stdout
+// as tables and, for machines, to --json and --csv files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common_options.h"
+
+namespace seqtrans::app {
+
+struct BenchOptions {
+  CommonOptions common;
+  CLI::App* command = nullptr;  // to ask which flags were given
+  std::string input;            // real mode: the text file
+  std::string output;           // real mode: where the translations go (default: discarded)
+  bool synthetic = false;
+
+  // Synthetic model shape (Transformer-base) and grid.
+  std::vector<int> layers = {6, 6};
+  int d_model = 512;
+  int heads = 8;
+  int ffn = 2048;
+  int vocab = 32000;
+  std::vector<int> batch = {1, 16, 64, 128};
+  std::vector<int> beam = {1, 4};
+  std::vector<int> source_length = {32};
+  std::vector<int> target_length = {32};
+
+  int runs = 0;    // 0: the mode's default (synthetic 5, real 3)
+  int warmup = -1;  // -1: the mode's default (synthetic 2, real 1)
+  bool profile = false;
+  bool ablations = false;
+  bool naive_batching = false;
+  bool no_fused_topk = false;
+  bool no_hierarchical_topk = false;
+  double peak_tflops = 0;         // 0: PEERS.md's measured H200 value on a GPU in fp16, unknown otherwise
+  double peak_bandwidth_gbs = 0;
+  std::string json;
+  std::string csv;
+};
+
+CLI::App* add_bench_command(CLI::App& app, BenchOptions& options);
+int run_bench(BenchOptions& options);
+
+}  // namespace seqtrans::app

@@ -1,0 +1,186 @@
+#include "bench_report.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace seqtrans::app {
+namespace {
+
+using bench::TextTable;
+
+std::string milliseconds(double seconds) { return fmt::format("{:.2f}", 1e3 * seconds); }
+std::string mebibytes(int64_t bytes) { return fmt::format("{:.0f}", static_cast<double>(bytes) / (1 << 20)); }
+std::string rate(double per_second) { return fmt::format("{:.0f}", per_second); }
+
+const char* precision_name(DataType dtype) { return dtype == DataType::F16 ? "fp16" : "fp32"; }
+
+void print_run_lines(std::ostream& out, const bench::RunDescription& run) {
+  out << fmt::format("engine: {}; median of {} run(s) after {} warm-up run(s)\n", bench::describe(run.engine),
+                     run.repetitions.runs, run.repetitions.warmup);
+  if (run.hardware.known())
+    out << fmt::format("floor: peaks {:.4g} TFLOP/s and {:.4g} GB/s ({}); x of floor = measured / max(FLOPs / peak, "
+                       "bytes / bandwidth)\n",
+                       run.hardware.flops_per_second / 1e12, run.hardware.bytes_per_second / 1e9, run.hardware_source);
+  else
+    out << "floor: n/a (" << run.hardware_source << ")\n";
+}
+
+// Floor columns: "n/a" without peak rates.
+std::vector<std::string> floor_cells(const bench::Floor& floor, double measured, bool known) {
+  if (!known) return {"n/a", "n/a", "n/a"};
+  return {milliseconds(floor.seconds()), floor.bound(), fmt::format("{:.1f}", measured / floor.seconds())};
+}
+
+void print_profile_table(std::ostream& out, const std::vector<std::string>& labels,
+                         const std::vector<std::string>& label_values, const std::vector<double>& unprofiled,
+                         const std::vector<const bench::StageProfile*>& profiles) {
+  TextTable table;
+  for (const std::string& label : labels) table.add_column(label);
+  table.add_column("unprofiled");
+  table.add_column("profiled");
+  for (const std::string& stage : bench::profile_stage_names()) table.add_column(stage);
+  table.add_column("search gaps");
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    std::vector<std::string> cells(label_values.begin() + static_cast<std::ptrdiff_t>(i * labels.size()),
+                                   label_values.begin() + static_cast<std::ptrdiff_t>((i + 1) * labels.size()));
+    cells.push_back(milliseconds(unprofiled[i]));
+    cells.push_back(milliseconds(profiles[i]->search_seconds));
+    for (const auto& [name, seconds] : profiles[i]->stages) cells.push_back(milliseconds(seconds));
+    cells.push_back(milliseconds(profiles[i]->unaccounted()));
+    table.add_row(std::move(cells));
+  }
+  out << "\nwhere the search time goes (ms): unprofiled = median search time; profiled = one more run with the "
+         "stage profiler, whose stages synchronize the device and so slow it; search gaps = profiled - stages "
+         "(search bookkeeping and host gaps)\n";
+  table.print(out);
+}
+
+}  // namespace
+
+void print_synthetic_report(std::ostream& out, const bench::RunDescription& run, const bench::SyntheticReport& report) {
+  const ModelConfig& config = report.config;
+  const bench::Row model = bench::model_row(config);
+  const int64_t parameters = std::get<int64_t>(model.back().value);
+  out << fmt::format(
+      "seqtrans bench: synthetic, {} {}, random Transformer {}+{} layers, d_model {}, {} heads, ffn {}, vocab {} "
+      "({:.1f}M parameters)\n",
+      run.device, precision_name(run.dtype), config.encoder.num_layers, config.decoder.num_layers, config.d_model,
+      config.encoder.num_heads, config.encoder.ffn_dim, config.target_vocab_size, static_cast<double>(parameters) / 1e6);
+  print_run_lines(out, run);
+  out << "forced output length (EOS suppressed until it); time = one search of the whole batch, encoder included\n\n";
+
+  TextTable table;
+  for (const char* header : {"beam", "batch", "src", "tgt", "median ms", "min ms", "gen tok/s", "sent/s", "ms/step",
+                             "peak MiB", "floor ms", "bound", "x of floor"})
+    table.add_column(header);
+  for (const bench::SyntheticResult& result : report.results) {
+    const bench::GridPoint& point = result.point;
+    std::vector<std::string> cells = {std::to_string(point.beam),
+                                      std::to_string(point.batch),
+                                      std::to_string(point.source_length),
+                                      std::to_string(point.target_length),
+                                      milliseconds(result.time.median),
+                                      milliseconds(result.time.min),
+                                      rate(result.generated_tokens_per_second),
+                                      fmt::format("{:.1f}", result.sentences_per_second),
+                                      fmt::format("{:.3f}", 1e3 * result.seconds_per_step),
+                                      mebibytes(result.memory.peak_bytes)};
+    for (std::string& cell : floor_cells(result.floor, result.time.median, run.hardware.known()))
+      cells.push_back(std::move(cell));
+    table.add_row(std::move(cells));
+  }
+  table.print(out);
+  if (!report.results.empty())
+    out << "peak MiB: " << report.results.front().memory.what << ", highest so far in the process\n";
+
+  if (run.repetitions.profile) {
+    std::vector<std::string> values;
+    std::vector<double> unprofiled;
+    std::vector<const bench::StageProfile*> profiles;
+    for (const bench::SyntheticResult& result : report.results) {
+      values.push_back(std::to_string(result.point.beam));
+      values.push_back(std::to_string(result.point.batch));
+      values.push_back(std::to_string(result.point.source_length));
+      values.push_back(std::to_string(result.point.target_length));
+      unprofiled.push_back(result.time.median);
+      profiles.push_back(&*result.profile);
+    }
+    print_profile_table(out, {"beam", "batch", "src", "tgt"}, values, unprofiled, profiles);
+  }
+
+  if (!report.results.empty() && !report.results.front().ablations.empty()) {
+    TextTable ablations;
+    for (const char* header : {"beam", "batch", "src", "tgt"}) ablations.add_column(header);
+    ablations.add_column("idea", TextTable::Align::Left);
+    for (const char* header : {"with ms", "without ms", "speedup"}) ablations.add_column(header);
+    for (const bench::SyntheticResult& result : report.results)
+      for (const bench::AblationResult& ablation : result.ablations)
+        ablations.add_row({std::to_string(result.point.beam), std::to_string(result.point.batch),
+                           std::to_string(result.point.source_length), std::to_string(result.point.target_length),
+                           ablation.idea, milliseconds(ablation.with_idea.median),
+                           milliseconds(ablation.without_idea.median), fmt::format("{:.2f}x", ablation.speedup())});
+    out << "\nablations (speedup = median without the idea / median with it)\n";
+    ablations.print(out);
+    out << "note: with forced lengths every sentence finishes at the same step, so the shrinking batch has nothing "
+           "to drop here; measure it on a real file (-m MODEL -i FILE --ablations)\n";
+  }
+}
+
+void print_real_report(std::ostream& out, const bench::RunDescription& run, const bench::RealReport& report,
+                       const TranslatorOptions& translator) {
+  const bench::RealResult& result = report.result;
+  const TranslationStats& stats = result.median_run.stats;
+  out << fmt::format("seqtrans bench: {} ({} lines), model {}, {} {}, beam {}, batches of at most {} sentences / {} "
+                     "tokens\n",
+                     run.input, report.lines, run.model, run.device, precision_name(run.dtype),
+                     translator.search.beam_size, translator.batching.max_batch_size,
+                     translator.batching.max_batch_tokens);
+  print_run_lines(out, run);
+  out << '\n';
+
+  const auto line = [&](const std::string& name, const std::string& value) {
+    out << fmt::format("{:<17}{}\n", name, value);
+  };
+  line("time per pass", fmt::format("{:.3f} s median (min {:.3f}, max {:.3f}) over {} runs", result.time.median,
+                                    result.time.min, result.time.max, result.time.runs));
+  line("sentences/s", fmt::format("{:.1f}", result.sentences_per_second));
+  line("source tokens/s", fmt::format("{} ({} tokens, EOS included)", rate(result.source_tokens_per_second),
+                                      stats.source_tokens));
+  line("target tokens/s", fmt::format("{} ({} tokens, best hypotheses, EOS excluded)",
+                                      rate(result.target_tokens_per_second), stats.target_tokens));
+  line("batch search", fmt::format("p50 {} ms, p90 {} ms, p99 {} ms ({} batches)", milliseconds(result.batch_p50),
+                                    milliseconds(result.batch_p90), milliseconds(result.batch_p99), stats.batches));
+  line("time split", fmt::format("tokenize {:.3f} s, search {:.3f} s, detokenize {:.3f} s, other host {:.3f} s",
+                                 stats.tokenize_seconds, stats.search_seconds, stats.detokenize_seconds,
+                                 result.other_host_seconds));
+  line("peak memory", fmt::format("{} MiB ({})", mebibytes(result.memory.peak_bytes), result.memory.what));
+  if (run.hardware.known()) {
+    const bench::Floor& floor = result.floor;
+    line("floor", fmt::format("{:.3f} s ({}-bound; {:.1f} GFLOP, {:.2f} GB), a lower bound from the totals",
+                              floor.seconds(), floor.bound(), floor.cost.flops / 1e9, floor.cost.bytes / 1e9));
+    line("x of floor", fmt::format("{:.1f}", result.median_run.seconds / floor.seconds()));
+  } else {
+    line("floor", "n/a");
+  }
+
+  if (result.profile) {
+    const bench::StageProfile& profile = *result.profile;
+    print_profile_table(out, {}, {}, {result.median_run.stats.search_seconds}, {&profile});
+    out << fmt::format("(search time only; the profiled pass over the file took {:.3f} s in all)\n", profile.seconds);
+  }
+  if (!result.ablations.empty()) {
+    TextTable ablations;
+    ablations.add_column("idea", TextTable::Align::Left);
+    for (const char* header : {"with s", "without s", "speedup"}) ablations.add_column(header);
+    for (const bench::AblationResult& ablation : result.ablations)
+      ablations.add_row({ablation.idea, fmt::format("{:.3f}", ablation.with_idea.median),
+                         fmt::format("{:.3f}", ablation.without_idea.median), fmt::format("{:.2f}x", ablation.speedup())});
+    out << "\nablations (speedup = median pass without the idea / median pass with it)\n";
+    ablations.print(out);
+  }
+}
+
+}  // namespace seqtrans::app
