@@ -2,13 +2,13 @@
 # One device call for a GPU change: build everything, run the GPU tests (ops and end to end), memcheck the
 # end-to-end GPU tests, translate Multi30k test on GPU (fp16, fp32) and CPU with the bundled model and
 # score BLEU, then the benchmark. Logs go to $OUT (one tarball plus a summary).
-# Usage on the device machine: scripts/gpu_check.sh [stage...]   (stages: build test memcheck bleu bench)
+# Usage on the device machine: scripts/gpu_check.sh [stage...]   (stages: build test memcheck bleu bench peers)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/seqtrans-gpu-out}
 logs=$out/logs
 build=${BUILD_DIR:-/tmp/seqtrans-gpu-build}
-data=${DATA_DIR:-.data}
+data=${DATA_DIR:-.gpu/multi30k}
 mkdir -p "$logs"
 stages=("$@")
 ((${#stages[@]})) || stages=(build test memcheck bleu bench)
@@ -67,9 +67,17 @@ if want bleu && [ -f models/opus-demo-en-de.seqtrans ] && [ -f "$data/test_2016_
     tee -a "$out/summary.txt"
 fi
 
-if want bench && "$build/seqtrans" bench --help >/dev/null 2>&1; then
+if want bench; then
   run_logged bench 240 "$build/seqtrans" bench --synthetic --device cuda --json "$out/bench.json"
   tail -30 "$logs/bench.log"
+fi
+
+# Side by side with Hugging Face generate() in one process run (scripts/bench_peers.py).
+if want peers; then
+  run_logged peers 420 python3 scripts/bench_peers.py --seqtrans "$build/seqtrans" --out "$out/peers" \
+    --hf-checkpoint .gpu/demo_checkpoint --seqtrans-model models/opus-demo-en-de.seqtrans --input .gpu/newstest2014.en
+  tail -40 "$logs/peers.log"
+  tar -czf "$out/peers.tar.gz" -C "$out" peers && rm -rf "$out/peers"
 fi
 
 tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"

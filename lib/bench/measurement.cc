@@ -13,6 +13,21 @@ std::vector<double> time_runs(const Repetitions& repetitions, const std::functio
   return seconds;
 }
 
+std::pair<std::vector<double>, std::vector<double>> time_interleaved(const Repetitions& repetitions,
+                                                                     const std::function<double()>& first,
+                                                                     const std::function<double()>& second) {
+  for (int i = 0; i < repetitions.warmup; ++i) {
+    first();
+    second();
+  }
+  std::pair<std::vector<double>, std::vector<double>> seconds;
+  for (int i = 0; i < repetitions.runs; ++i) {
+    seconds.first.push_back(first());
+    seconds.second.push_back(second());
+  }
+  return seconds;
+}
+
 double StageProfile::unaccounted() const {
   double staged = 0;
   for (const auto& [name, seconds] : stages) staged += seconds;

@@ -20,6 +20,12 @@ struct Repetitions {
 // run reported (`run` times itself, so it can leave set-up out).
 std::vector<double> time_runs(const Repetitions& repetitions, const std::function<double()>& run);
 
+// Two configurations timed alternately (first, second, first, ...) after the warm-up runs of each, so
+// that drift in clocks, caches or machine load falls on both alike. Returns each one's timed seconds.
+std::pair<std::vector<double>, std::vector<double>> time_interleaved(const Repetitions& repetitions,
+                                                                     const std::function<double()>& first,
+                                                                     const std::function<double()>& second);
+
 // Where the time of one profiled run went. On a GPU every stage synchronizes, so `seconds` is slower
 // than an unprofiled run.
 struct StageProfile {

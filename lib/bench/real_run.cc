@@ -57,7 +57,7 @@ class TranslatorPool {
   std::vector<std::pair<EngineSettings, std::unique_ptr<Translator>>> translators_;
 };
 
-// Timed runs of the file under several engine settings, each measured once.
+// Timed passes over the file under different engine settings.
 class FileMeasurements {
  public:
   FileMeasurements(TranslatorPool& translators, std::vector<std::vector<Line>> windows, const Repetitions& repetitions)
@@ -78,23 +78,27 @@ class FileMeasurements {
     return run;
   }
 
-  // Timed runs; `runs` (when given) receives every timed run, `translations` the last one's output.
-  TimingSummary time(const EngineSettings& settings, std::vector<RealRun>* runs = nullptr,
-                     std::vector<Translation>* translations = nullptr) {
-    for (const auto& [key, summary] : measured_)
-      if (key == settings && runs == nullptr) return summary;
+  // Timed passes; `runs` receives every timed pass, `translations` the last one's output.
+  TimingSummary time(const EngineSettings& settings, std::vector<RealRun>& runs,
+                     std::vector<Translation>& translations) {
     Translator& translator = translators_.get(settings);
-    std::vector<RealRun> timed;
+    int pass = 0;
     const TimingSummary summary = summarize(time_runs(repetitions_, [&] {
-      RealRun pass = run(translator, translations);
-      timed.push_back(pass);
-      return pass.seconds;
+      RealRun timed = run(translator, &translations);
+      if (pass++ >= repetitions_.warmup) runs.push_back(timed);
+      return timed.seconds;
     }));
-    // Warm-up runs come first in `timed`.
-    timed.erase(timed.begin(), timed.begin() + repetitions_.warmup);
-    if (runs) *runs = std::move(timed);
-    measured_.emplace_back(settings, summary);
     return summary;
+  }
+
+  // With and without the idea, passes timed alternately.
+  AblationResult ablate(const Ablation& ablation) {
+    Translator& with_idea = translators_.get(ablation.with_idea);
+    Translator& without_idea = translators_.get(ablation.without_idea);
+    const auto [with_seconds, without_seconds] = time_interleaved(
+        repetitions_, [&] { return run(with_idea, nullptr).seconds; },
+        [&] { return run(without_idea, nullptr).seconds; });
+    return AblationResult{ablation.name, ablation.idea, summarize(with_seconds), summarize(without_seconds)};
   }
 
   StageProfile profile(const EngineSettings& settings) {
@@ -110,7 +114,6 @@ class FileMeasurements {
   TranslatorPool& translators_;
   std::vector<std::vector<Line>> windows_;
   Repetitions repetitions_;
-  std::vector<std::pair<EngineSettings, TimingSummary>> measured_;
 };
 
 const RealRun& median_run(const std::vector<RealRun>& runs) {
@@ -138,7 +141,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
 
   RealResult& result = report.result;
   std::vector<RealRun> runs;
-  result.time = measurements.time(options.engine, &runs, &report.translations);
+  result.time = measurements.time(options.engine, runs, report.translations);
   result.median_run = median_run(runs);
   const RealRun& run = result.median_run;
   const TranslationStats& stats = run.stats;
@@ -170,8 +173,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
   if (options.ablations) {
     for (const Ablation& ablation : ablations(options.engine)) {
-      AblationResult measured{ablation.name, ablation.idea, measurements.time(ablation.with_idea),
-                              measurements.time(ablation.without_idea)};
+      const AblationResult measured = measurements.ablate(ablation);
       if (progress)
         progress(fmt::format("{}: {:.2f}x ({:.3f} s with, {:.3f} s without)", ablation.idea, measured.speedup(),
                              measured.with_idea.median, measured.without_idea.median));

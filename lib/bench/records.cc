@@ -24,6 +24,7 @@ void add_memory(Row& row, const PeakMemory& memory) {
 
 void add_profile(Row& row, const StageProfile& profile) {
   row.push_back({"profiled_s", profile.seconds});
+  row.push_back({"profiled_search_s", profile.search_seconds});
   for (const auto& [name, seconds] : profile.stages) {
     std::string column = "stage_" + name + "_s";
     for (char& c : column)
@@ -48,7 +49,9 @@ void add_ablation(Row& row, const AblationResult& result) {
   row.push_back({"with_median_s", result.with_idea.median});
   row.push_back({"without_median_s", result.without_idea.median});
   row.push_back({"with_min_s", result.with_idea.min});
+  row.push_back({"with_max_s", result.with_idea.max});
   row.push_back({"without_min_s", result.without_idea.min});
+  row.push_back({"without_max_s", result.without_idea.max});
   row.push_back({"speedup", result.speedup()});
 }
 

@@ -95,7 +95,7 @@ double timed_search(EncoderDecoderModel& model, const std::vector<std::vector<in
   return seconds;
 }
 
-// Timings of one grid point under several engine settings, each measured once.
+// Timings of one grid point under different engine settings.
 class PointMeasurements {
  public:
   PointMeasurements(ModelPool& models, const GridPoint& point, std::vector<std::vector<int32_t>> sources,
@@ -103,14 +103,14 @@ class PointMeasurements {
       : models_(models), point_(point), sources_(std::move(sources)), repetitions_(repetitions) {}
 
   TimingSummary time(const EngineSettings& settings) {
-    for (const auto& [key, summary] : measured_)
-      if (key == settings) return summary;
-    EncoderDecoderModel& model = models_.get(settings);
-    const SearchOptions search_options = forced_length_search(point_, settings);
-    const TimingSummary summary =
-        summarize(time_runs(repetitions_, [&] { return timed_search(model, sources_, search_options, point_); }));
-    measured_.emplace_back(settings, summary);
-    return summary;
+    return summarize(time_runs(repetitions_, runner(settings)));
+  }
+
+  // With and without the idea, timed alternately.
+  AblationResult ablate(const Ablation& ablation) {
+    const auto [with_idea, without_idea] =
+        time_interleaved(repetitions_, runner(ablation.with_idea), runner(ablation.without_idea));
+    return AblationResult{ablation.name, ablation.idea, summarize(with_idea), summarize(without_idea)};
   }
 
   StageProfile profile(const EngineSettings& settings) {
@@ -123,11 +123,18 @@ class PointMeasurements {
   }
 
  private:
+  // One timed search under `settings`.
+  std::function<double()> runner(const EngineSettings& settings) {
+    EncoderDecoderModel& model = models_.get(settings);
+    return [this, &model, search_options = forced_length_search(point_, settings)] {
+      return timed_search(model, sources_, search_options, point_);
+    };
+  }
+
   ModelPool& models_;
   GridPoint point_;
   std::vector<std::vector<int32_t>> sources_;
   Repetitions repetitions_;
-  std::vector<std::pair<EngineSettings, TimingSummary>> measured_;
 };
 
 }  // namespace
@@ -204,11 +211,8 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
                                     options.hardware);
           if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
           if (options.ablations) {
-            for (const Ablation& ablation : ablations(options.engine)) {
-              AblationResult measured{ablation.name, ablation.idea, measurements.time(ablation.with_idea),
-                                      measurements.time(ablation.without_idea)};
-              result.ablations.push_back(measured);
-            }
+            for (const Ablation& ablation : ablations(options.engine))
+              result.ablations.push_back(measurements.ablate(ablation));
           }
           if (progress)
             progress(fmt::format("batch {} beam {} source {} target {}: {:.2f} ms, {:.0f} generated tokens/s", batch,

@@ -1,0 +1,115 @@
+// A tiny synthetic benchmark on the CPU: the whole grid comes back with positive, consistent numbers
+// (never a speed assertion: benchmarks are not tests).
+#include "bench/synthetic.h"
+
+#include <set>
+#include <sstream>
+
+#include "bench/records.h"
+#include "catch.h"
+#include "core/error.h"
+
+namespace seqtrans::bench {
+namespace {
+
+SyntheticOptions tiny_options() {
+  SyntheticOptions options;
+  options.model = {2, 2, 32, 4, 64, 100};
+  options.grid.batch = {1, 3};
+  options.grid.beam = {1, 2};
+  options.grid.source_length = {6};
+  options.grid.target_length = {5};
+  options.repetitions = {2, 1, true};
+  options.device = Device::CPU;
+  options.dtype = DataType::F32;
+  options.ablations = true;
+  options.hardware = {1e11, 2e10};  // made-up peaks, so that the floor columns are filled
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("bench synthetic: a tiny CPU grid gives every point with positive numbers", "[bench]") {
+  const SyntheticOptions options = tiny_options();
+  std::vector<std::string> progress;
+  const SyntheticReport report = run_synthetic(options, [&](const std::string& line) { progress.push_back(line); });
+
+  REQUIRE(report.results.size() == 4);
+  CHECK(progress.size() == 4);
+  const std::vector<std::pair<int, int>> expected_order = {{1, 1}, {1, 3}, {2, 1}, {2, 3}};  // beam, batch
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const SyntheticResult& result = report.results[i];
+    CHECK(result.point.beam == expected_order[i].first);
+    CHECK(result.point.batch == expected_order[i].second);
+    CHECK(result.point.source_length == 6);
+    CHECK(result.point.target_length == 5);
+    CHECK(result.time.runs == 2);
+    CHECK(result.time.median > 0);
+    CHECK(result.time.min <= result.time.median);
+    CHECK(result.time.median <= result.time.max);
+    CHECK(result.generated_tokens_per_second == Approx(result.point.batch * 5 / result.time.median));
+    CHECK(result.seconds_per_step == Approx(result.time.median / 5));
+    CHECK(result.memory.peak_bytes > 0);
+    CHECK(result.floor.cost.flops > 0);
+    CHECK(result.floor.cost.bytes > 0);
+    CHECK(result.floor.seconds() > 0);
+
+    REQUIRE(result.profile.has_value());
+    CHECK(result.profile->seconds > 0);
+    CHECK(result.profile->stages.size() == profile_stage_names().size());
+    double staged = 0;
+    for (const auto& [name, seconds] : result.profile->stages) staged += seconds;
+    CHECK(staged > 0);
+    CHECK(staged <= result.profile->search_seconds);
+
+    REQUIRE(result.ablations.size() == 3);
+    std::set<std::string> names;
+    for (const AblationResult& ablation : result.ablations) {
+      names.insert(ablation.name);
+      CHECK(ablation.with_idea.median > 0);
+      CHECK(ablation.without_idea.median > 0);
+      CHECK(ablation.speedup() > 0);
+    }
+    CHECK(names == std::set<std::string>{"naive-batching", "no-fused-topk", "no-hierarchical-topk"});
+  }
+}
+
+TEST_CASE("bench synthetic: rows share one schema, so the CSV and JSON writers take them", "[bench]") {
+  SyntheticOptions options = tiny_options();
+  options.grid.batch = {2};
+  options.grid.beam = {1, 2};
+  options.repetitions = {1, 0, false};
+  options.ablations = false;
+  options.hardware = {};
+  const SyntheticReport report = run_synthetic(options, {});
+  std::vector<Row> rows;
+  for (const SyntheticResult& result : report.results) rows.push_back(synthetic_row(result));
+  REQUIRE(rows.size() == 2);
+  std::ostringstream csv;
+  write_csv(csv, rows);
+  CHECK(csv.str().rfind("batch,beam,source_length,target_length,runs,median_s", 0) == 0);
+
+  RunDescription run;
+  run.mode = "synthetic";
+  run.device = "cpu";
+  run.hardware_source = "none";
+  std::ostringstream json;
+  write_json(json, run, report.config, rows, {});
+  CHECK(json.str().find("\"x_of_floor\": null") != std::string::npos);  // no peaks: no floor
+  CHECK(json.str().find("\"parameters\": ") != std::string::npos);
+}
+
+TEST_CASE("bench synthetic: invalid shapes are one-line errors", "[bench]") {
+  SyntheticOptions options = tiny_options();
+  options.model.heads = 5;  // 32 is not a multiple of 5
+  CHECK_THROWS_AS(run_synthetic(options, {}), Error);
+  options = tiny_options();
+  options.model.vocab = 5;
+  options.grid.beam = {4};  // needs 2 x 4 + 2 ids
+  CHECK_THROWS_AS(run_synthetic(options, {}), Error);
+  options = tiny_options();
+  options.grid.batch = {};
+  CHECK_THROWS_AS(run_synthetic(options, {}), Error);
+}
+
+}  // namespace seqtrans::bench
