@@ -33,8 +33,11 @@ size_t device_reservation(const ModelFile& file, const TranslatorOptions& option
   const size_t slots = options.batching.max_batch_size * static_cast<size_t>(options.search.beam_size);
   const size_t steps = std::min<size_t>(config.max_positions, 256);
   const size_t caches = 2 * slots * steps * config.d_model * element * config.decoder.num_layers;
-  const size_t encoder = options.batching.max_batch_tokens *
-                         (4 * config.d_model + std::max(config.encoder.ffn_dim, config.decoder.ffn_dim)) * element * 4;
+  // A batch never holds more tokens than its sentence cap times the longest allowed source.
+  const size_t batch_tokens = std::min(options.batching.max_batch_tokens,
+                                       options.batching.max_batch_size * options.max_input_length);
+  const size_t encoder =
+      batch_tokens * (4 * config.d_model + std::max(config.encoder.ffn_dim, config.decoder.ffn_dim)) * element * 4;
   const size_t logits = slots * static_cast<size_t>(config.target_vocab_size) * element;
   return weights + caches + encoder + 2 * logits + (64u << 20);
 }
@@ -57,13 +60,13 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   SEQTRANS_CHECK(options_.max_input_length >= 1, "--max-input-length must be at least 1");
   if (options_.cpu_threads > 0) openblas_set_num_threads(options_.cpu_threads);
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
+  options_.max_input_length =
+      std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
   ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, options_));
   tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
-  options_.max_input_length =
-      std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
 }
 
 Translator::~Translator() = default;

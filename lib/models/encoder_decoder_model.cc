@@ -75,7 +75,9 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
   }
   output_weight_ = config_.tied_output ? target_embedding_
                                        : weights.get("decoder/output/weight", {config_.target_vocab_size, d});
-  if (config_.output_bias) output_bias_ = weights.get("decoder/output/bias", {config_.target_vocab_size});
+  // The output bias is kept in fp32: it is added to fp32 logits (see fp32_output below).
+  if (config_.output_bias)
+    output_bias_ = WeightLoader(file, options.device, DataType::F32).get("decoder/output/bias", {config_.target_vocab_size});
   for (int i = 0; i < config_.encoder.num_layers; ++i)
     encoder_layers_.emplace_back(weights, fmt::format("encoder/layer_{}", i), config_);
   for (int i = 0; i < config_.decoder.num_layers; ++i)
@@ -170,9 +172,9 @@ Tensor EncoderDecoderModel::decode(DecoderState& base_state, const std::vector<i
 Tensor EncoderDecoderModel::step(DecoderState& state, const std::vector<int32_t>& input_ids) {
   const Tensor x = decode(state, input_ids);
   const ProfileScope profile("output layer");
-  Tensor logits = ops::matmul(x, output_weight_);  // [s, V]
+  Tensor logits = ops::matmul(x, output_weight_, {/*transpose_b=*/true, 1.0f, /*fp32_output=*/true});  // [s, V]
   if (output_bias_.defined()) ops::add_bias(logits, output_bias_);
-  if (logits.device() != Device::CPU) logits = ops::convert(logits, DataType::F32).to(Device::CPU);
+  if (logits.device() != Device::CPU) logits = logits.to(Device::CPU);
   return logits;
 }
 
@@ -186,7 +188,7 @@ void EncoderDecoderModel::step_candidates(DecoderState& state, const std::vector
   const ProfileScope profile("output layer");
   // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects, and
   // only [slots, k] values and ids are copied back.
-  const Tensor logits = ops::matmul(x, output_weight_);  // [s, V]
+  const Tensor logits = ops::matmul(x, output_weight_, {/*transpose_b=*/true, 1.0f, /*fp32_output=*/true});  // [s, V]
   if (request.suppressed_ids != suppressed_host_) {  // usually the same list every step: copy it once
     suppressed_host_ = request.suppressed_ids;
     suppressed_device_ = ids_tensor(suppressed_host_, options_.device);

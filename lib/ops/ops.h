@@ -19,6 +19,8 @@ namespace ops {
 struct MatmulOptions {
   bool transpose_b = true;
   float alpha = 1.0f;
+  // c in fp32 whatever the inputs: fp16 logits would round away the margins search decides on.
+  bool fp32_output = false;
 };
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
 
