@@ -8,12 +8,13 @@ namespace seqtrans::cuda {
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream) {
   check_on_device("matmul", "a", a);
   check_on_device("matmul", "b", b);
-  check_same_dtype("matmul", "c", c, a.dtype());
+  check_same_dtype("matmul", "c", c, options.fp32_output ? DataType::F32 : a.dtype());
   GemmProblem problem;
   problem.a = a.raw();
   problem.b = b.raw();
   problem.c = c.raw();
   problem.dtype = a.dtype();
+  problem.output_dtype = c.dtype();
   problem.m = a.dim(0);
   problem.k = a.dim(1);
   problem.n = c.dim(1);

@@ -27,11 +27,12 @@ void gemm_row_major(const GemmProblem& p, cudaStream_t stream) {
   const cublasComputeType_t compute = p.dtype == DataType::F16 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_PEDANTIC;
   const float beta = 0.0f;
   if (k == 0) {
-    CUDA_CHECK(cudaMemsetAsync(p.c, 0, static_cast<size_t>(p.m) * p.n * dtype_size(p.dtype), stream));
+    CUDA_CHECK(cudaMemsetAsync(p.c, 0, static_cast<size_t>(p.m) * p.n * dtype_size(p.output_dtype), stream));
     return;
   }
+  const cudaDataType_t output_type = p.output_dtype == DataType::F16 ? CUDA_R_16F : CUDA_R_32F;
   CUBLAS_CHECK(cublasGemmEx(handle, op_b, CUBLAS_OP_N, n, m, k, &p.alpha, p.b, type, ld_b, p.a, type, k, &beta, p.c,
-                            type, n, compute, CUBLAS_GEMM_DEFAULT));
+                            output_type, n, compute, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace seqtrans::cuda

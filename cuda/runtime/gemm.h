@@ -13,13 +13,14 @@ namespace seqtrans::cuda {
 enum class TransposeB { No, Yes };
 
 // c[m, n] = alpha * a[m, k] x b^T (b: [n, k], TransposeB::Yes) or alpha * a[m, k] x b (b: [k, n]).
-// All three share `dtype`: fp32 computes in plain fp32 (no TF32); fp16 runs on Tensor Cores with fp32
+// a and b share `dtype`; c is `output_dtype` (the same, or fp32 with fp16 inputs). fp32 computes in plain fp32 (no TF32); fp16 runs on Tensor Cores with fp32
 // accumulation.
 struct GemmProblem {
   const void* a = nullptr;
   const void* b = nullptr;
   void* c = nullptr;
-  DataType dtype = DataType::F32;
+  DataType dtype = DataType::F32;         // a and b
+  DataType output_dtype = DataType::F32;  // c: dtype, or fp32 for fp16 inputs
   int64_t m = 0, n = 0, k = 0;
   TransposeB transpose_b = TransposeB::Yes;
   float alpha = 1.0f;
