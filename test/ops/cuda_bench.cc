@@ -2,6 +2,7 @@
 // Hidden, and a no-op unless SEQTRANS_CUDA_BENCH is set (Catch2 v2 still runs hidden cases under a negated
 // filter such as "~[gpu]"); cuda/run_gpu_checks.sh runs them with SEQTRANS_CUDA_BENCH=1 "[cuda_bench]".
 #include "catch.h"
+#include "support/gpu.h"
 
 #ifdef SEQTRANS_WITH_CUDA
 
@@ -23,10 +24,6 @@
 using namespace seqtrans;
 using seqtrans::testing::random_floats;
 using seqtrans::testing::random_ints;
-
-namespace seqtrans::testing {
-bool cuda_ready();  // cuda_ops_test.cc
-}
 
 namespace {
 
@@ -67,7 +64,7 @@ void report(const std::string& name, double microseconds, double bytes) {
 }  // namespace
 
 TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
-  if (std::getenv("SEQTRANS_CUDA_BENCH") == nullptr || !testing::cuda_ready()) return;
+  if (std::getenv("SEQTRANS_CUDA_BENCH") == nullptr || !testing::gpu_available()) return;
   const cudaDeviceProp& properties = cuda::context().properties;
   std::printf("device: %s, %d SMs, %.0f MiB L2\n", properties.name, properties.multiProcessorCount,
               properties.l2CacheSize / 1048576.0);

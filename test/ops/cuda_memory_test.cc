@@ -12,30 +12,13 @@
 #include "cuda/runtime/arena.h"
 #include "cuda/runtime/context.h"
 #include "ops/ops.h"
+#include "support/gpu.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
 using seqtrans::testing::random_floats;
 using seqtrans::testing::random_ints;
 
-namespace seqtrans::testing {
-bool cuda_ready();  // cuda_ops_test.cc
-}
-
-#if SEQTRANS_CATCH_VERSION == 3
-#define SKIP_WITHOUT_GPU()                                        \
-  do {                                                            \
-    if (!seqtrans::testing::cuda_ready()) SKIP("no CUDA device"); \
-  } while (false)
-#else
-#define SKIP_WITHOUT_GPU()                        \
-  do {                                            \
-    if (!seqtrans::testing::cuda_ready()) {       \
-      WARN("no CUDA device: GPU test skipped");   \
-      return;                                     \
-    }                                             \
-  } while (false)
-#endif
 
 TEST_CASE("arena size classes are aligned, monotonic and waste at most a quarter", "[cuda]") {
   size_t previous = 0;
@@ -91,7 +74,7 @@ void run_representative_step(const std::vector<Tensor>& weights) {
 }  // namespace
 
 TEST_CASE("cuda arena: steady-state steps make no cudaMalloc calls", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const int64_t d = 256, vocab = 3000;
   const std::vector<Tensor> weights = {
       ops::convert(random_floats({3 * d, d}, -0.1f, 0.1f).to(Device::CUDA), DataType::F16),
@@ -114,7 +97,7 @@ TEST_CASE("cuda arena: steady-state steps make no cudaMalloc calls", "[gpu]") {
 }
 
 TEST_CASE("cuda arena: an impossible reservation fails with one clear line", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const cuda::MemoryStats before = cuda::memory_stats();
   try {
     Tensor huge({int64_t{1} << 40}, DataType::F32, Device::CUDA);  // 4 TiB
@@ -134,7 +117,7 @@ TEST_CASE("cuda arena: an impossible reservation fails with one clear line", "[g
 }
 
 TEST_CASE("cuda runtime: a second initialize on the same device is a no-op", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const cudaStream_t stream = cuda::current_stream();
   cuda::initialize();
   CHECK(cuda::current_stream() == stream);

@@ -13,6 +13,7 @@
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/context.h"
 #include "ops/ops.h"
+#include "support/gpu.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
@@ -20,34 +21,6 @@ using seqtrans::testing::max_relative_error;
 using seqtrans::testing::random_floats;
 using seqtrans::testing::random_ints;
 
-namespace seqtrans::testing {
-
-// True once the CUDA backend is up; false (the [gpu] cases skip) on a machine without a GPU.
-bool cuda_ready() {
-  static const bool ready = [] {
-    if (cuda_device_count() == 0) return false;
-    cuda::initialize();
-    return true;
-  }();
-  return ready;
-}
-
-}  // namespace seqtrans::testing
-
-#if SEQTRANS_CATCH_VERSION == 3
-#define SKIP_WITHOUT_GPU()                                        \
-  do {                                                            \
-    if (!seqtrans::testing::cuda_ready()) SKIP("no CUDA device"); \
-  } while (false)
-#else
-#define SKIP_WITHOUT_GPU()                        \
-  do {                                            \
-    if (!seqtrans::testing::cuda_ready()) {       \
-      WARN("no CUDA device: GPU test skipped");   \
-      return;                                     \
-    }                                             \
-  } while (false)
-#endif
 
 namespace {
 
@@ -78,7 +51,7 @@ const DataType kFloatTypes[] = {DataType::F32, DataType::F16};
 }  // namespace
 
 TEST_CASE("cuda matmul matches the CPU, with and without transposed b", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][3] = {{1, 64, 64}, {7, 33, 19}, {37, 100, 257}, {128, 512, 1536}, {5, 1, 3}};
   for (DataType dtype : kFloatTypes)
     for (const auto& shape : shapes)
@@ -96,7 +69,7 @@ TEST_CASE("cuda matmul matches the CPU, with and without transposed b", "[gpu]")
 }
 
 TEST_CASE("cuda add_bias and bias_activation match the CPU", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][2] = {{5, 12}, {3, 7}, {64, 2048}, {1, 1}, {17, 520}};
   for (DataType dtype : kFloatTypes)
     for (const auto& shape : shapes) {
@@ -120,7 +93,7 @@ TEST_CASE("cuda add_bias and bias_activation match the CPU", "[gpu]") {
 }
 
 TEST_CASE("cuda layer norms match the CPU", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][2] = {{6, 40}, {3, 7}, {320, 512}, {2, 1000}, {1, 4096}, {9, 33}};
   for (DataType dtype : kFloatTypes)
     for (const auto& shape : shapes) {
@@ -145,7 +118,7 @@ TEST_CASE("cuda layer norms match the CPU", "[gpu]") {
 }
 
 TEST_CASE("cuda add_bias_split matches the CPU", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][3] = {{4, 9, 3}, {320, 1536, 3}, {7, 10, 2}, {100, 1024, 2}, {1, 5, 1}};
   for (DataType dtype : kFloatTypes)
     for (const auto& shape : shapes) {
@@ -163,7 +136,7 @@ TEST_CASE("cuda add_bias_split matches the CPU", "[gpu]") {
 }
 
 TEST_CASE("cuda embed matches the CPU with sinusoidal and learned positions", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][3] = {{11, 6, 3}, {1000, 512, 320}, {50, 7, 9}, {64, 33, 1}};  // vocab, width, count
   for (DataType dtype : kFloatTypes)
     for (const auto& shape : shapes)
@@ -187,7 +160,7 @@ TEST_CASE("cuda embed matches the CPU with sinusoidal and learned positions", "[
 }
 
 TEST_CASE("cuda attention matches the CPU for decoder steps and encoder blocks", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   struct Case {
     int64_t batch, query_len, key_capacity, width, heads;
   };
@@ -230,7 +203,7 @@ TEST_CASE("cuda attention matches the CPU for decoder steps and encoder blocks",
 }
 
 TEST_CASE("cuda kv_cache_write matches the CPU", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][3] = {{2, 3, 4}, {320, 256, 512}, {7, 5, 9}};  // slots, capacity, width
   for (DataType dtype : kFloatTypes)
     for (const auto& shape : shapes) {
@@ -248,7 +221,7 @@ TEST_CASE("cuda kv_cache_write matches the CPU", "[gpu]") {
 }
 
 TEST_CASE("cuda gather_rows matches the CPU for every dtype and row size", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const Shape shapes[] = {{5, 3, 5}, {10, 8}, {7, 3}, {320, 256, 64}, {4, 1}};
   for (const Shape& shape : shapes) {
     const int32_t rows = static_cast<int32_t>(shape[0]);
@@ -267,7 +240,7 @@ TEST_CASE("cuda gather_rows matches the CPU for every dtype and row size", "[gpu
 }
 
 TEST_CASE("cuda convert rounds like the host conversion", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   for (int64_t count : {1, 7, 8, 1000, 65537}) {
     CAPTURE(count);
     Tensor host = random_floats({count}, -70000.0f, 70000.0f);

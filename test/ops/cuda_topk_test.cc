@@ -12,29 +12,12 @@
 #include "core/device.h"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/context.h"
+#include "support/gpu.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
 using seqtrans::testing::test_rng;
 
-namespace seqtrans::testing {
-bool cuda_ready();  // cuda_ops_test.cc
-}
-
-#if SEQTRANS_CATCH_VERSION == 3
-#define SKIP_WITHOUT_GPU()                                        \
-  do {                                                            \
-    if (!seqtrans::testing::cuda_ready()) SKIP("no CUDA device"); \
-  } while (false)
-#else
-#define SKIP_WITHOUT_GPU()                        \
-  do {                                            \
-    if (!seqtrans::testing::cuda_ready()) {       \
-      WARN("no CUDA device: GPU test skipped");   \
-      return;                                     \
-    }                                             \
-  } while (false)
-#endif
 
 namespace {
 
@@ -189,7 +172,7 @@ void check_case(const TopkCase& c) {
 }  // namespace
 
 TEST_CASE("cuda log_softmax_topk equals a full sort for every k and algorithm", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   using A = cuda::TopkAlgorithm;
   for (DataType dtype : {DataType::F32, DataType::F16})
     for (int k : {1, 2, 5, 10, 17, 32, 64})
@@ -198,7 +181,7 @@ TEST_CASE("cuda log_softmax_topk equals a full sort for every k and algorithm", 
 }
 
 TEST_CASE("cuda log_softmax_topk handles ties, -inf rows and suppressed ids", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   using A = cuda::TopkAlgorithm;
   for (Pattern pattern : {Pattern::Ties, Pattern::SparseInf, Pattern::MostlyInf, Pattern::AllInf})
     for (int k : {1, 3, 10, 64})
@@ -210,7 +193,7 @@ TEST_CASE("cuda log_softmax_topk handles ties, -inf rows and suppressed ids", "[
 }
 
 TEST_CASE("cuda log_softmax_topk handles odd and large vocabularies", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   using A = cuda::TopkAlgorithm;
   const int64_t vocabularies[] = {7, 50, 999, 32001, 58101, 250000};
   for (int64_t vocab : vocabularies)
@@ -225,13 +208,13 @@ TEST_CASE("cuda log_softmax_topk handles odd and large vocabularies", "[gpu]") {
 }
 
 TEST_CASE("cuda log_softmax_topk covers many rows", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   for (int k : {1, 10})
     check_case({512, 32000, k, DataType::F16, BiasKind::Same, Pattern::Uniform, true, cuda::TopkAlgorithm::Auto});
 }
 
 TEST_CASE("cuda log_softmax_topk rejects bad arguments", "[gpu]") {
-  SKIP_WITHOUT_GPU();
+  REQUIRE_GPU_OR_SKIP();
   const Tensor logits = testing::random_floats({2, 10}).to(Device::CUDA);
   Tensor values({2, 65}, DataType::F32, Device::CUDA), indices({2, 65}, DataType::I32, Device::CUDA);
   cuda::TopkOptions options;
