@@ -42,6 +42,9 @@ size_t device_reservation(const ModelFile& file, const TranslatorOptions& option
   return weights + caches + encoder + 2 * logits + (64u << 20);
 }
 
+
+}  // namespace
+
 TokenizerSpec tokenizer_spec(const ModelFile& file) {
   TokenizerSpec spec;
   spec.source_spm = file.tokenizer().source_spm;
@@ -51,8 +54,6 @@ TokenizerSpec tokenizer_spec(const ModelFile& file) {
   spec.special_ids = {file.config().eos_id, file.config().unk_id, file.config().pad_id};
   return spec;
 }
-
-}  // namespace
 
 Translator::Translator(const TranslatorOptions& options) : options_(options) {
   validate(options_.batching);

@@ -18,6 +18,10 @@
 namespace seqtrans {
 
 class Tokenizer;
+struct TokenizerSpec;
+
+// The tokenizer a model file describes: its SentencePiece models, vocabularies and special ids.
+TokenizerSpec tokenizer_spec(const ModelFile& file);
 
 struct TranslatorOptions {
   std::string model_path;

@@ -10,6 +10,7 @@
 #include "support/gpu.h"
 #include "support/model_builder.h"
 #include "text/tokenizer.h"
+#include "translator.h"
 
 using namespace seqtrans;
 using namespace seqtrans::testing;
@@ -89,13 +90,7 @@ TEST_CASE("CPU beam search (4) matches Hugging Face generate() on the tiny Maria
 TEST_CASE("the tokenizer reproduces Hugging Face's source ids for the golden inputs", "[e2e][parity]") {
   const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
   const ModelFile file = ModelFile::open(converted_tiny_model());
-  TokenizerSpec spec;
-  spec.source_spm = file.tokenizer().source_spm;
-  spec.target_spm = file.tokenizer().target_spm;
-  spec.source_vocab = file.tokenizer().source_vocab;
-  spec.target_vocab = file.tokenizer().target_vocab;
-  spec.special_ids = {file.config().eos_id, file.config().unk_id, file.config().pad_id};
-  const Tokenizer tokenizer(spec);
+  const Tokenizer tokenizer(tokenizer_spec(file));
   size_t identical = 0;
   for (const GoldenCase& golden_case : golden.cases)
     identical += tokenizer.encode_source(golden_case.source_text) == golden_case.source_ids;

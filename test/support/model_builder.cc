@@ -10,107 +10,82 @@
 #include <random>
 
 #include "core/error.h"
+#include "models/tensor_specs.h"
 
 namespace seqtrans::testing {
 namespace {
 
-class TensorWriter {
- public:
-  TensorWriter(ModelImage& image, uint32_t seed, float spread) : image_(image), rng_(seed), spread_(spread) {}
-
-  void random(const std::string& name, std::vector<uint64_t> shape, float mean = 0.0f) {
-    uint64_t count = 1;
-    for (uint64_t extent : shape) count *= extent;
-    std::normal_distribution<float> normal(mean, spread_);
-    std::string bytes(count * sizeof(float), '\0');
-    float* values = reinterpret_cast<float*>(bytes.data());
-    for (uint64_t i = 0; i < count; ++i) values[i] = normal(rng_);
-    add(name, shape, std::move(bytes));
-  }
-
- private:
-  void add(const std::string& name, const std::vector<uint64_t>& shape, std::string bytes) {
-    proto::TensorEntry* entry = image_.header.add_tensors();
-    entry->set_name(name);
-    entry->set_dtype(proto::FP32);
-    for (uint64_t extent : shape) entry->add_shape(extent);
-    entry->set_size(bytes.size());
-    image_.tensor_bytes.push_back(std::move(bytes));
-  }
-
-  ModelImage& image_;
-  std::mt19937 rng_;
-  float spread_;
-};
-
-void add_attention(TensorWriter& writer, const std::string& scope, uint64_t d, const char* fused, uint64_t parts) {
-  writer.random(scope + "/" + fused + "/weight", {parts * d, d});
-  writer.random(scope + "/" + fused + "/bias", {parts * d});
-  writer.random(scope + "/output/weight", {d, d});
-  writer.random(scope + "/output/bias", {d});
-  writer.random(scope + "/norm/gamma", {d}, 1.0f);
-  writer.random(scope + "/norm/beta", {d});
+// Random fp32 bytes for one tensor: normal(mean, spread).
+std::string random_bytes(const Shape& shape, float mean, float spread, std::mt19937& rng) {
+  const int64_t count = shape_elements(shape);
+  std::normal_distribution<float> normal(mean, spread);
+  std::string bytes(static_cast<size_t>(count) * sizeof(float), '\0');
+  float* values = reinterpret_cast<float*>(bytes.data());
+  for (int64_t i = 0; i < count; ++i) values[i] = normal(rng);
+  return bytes;
 }
 
-void add_ffn(TensorWriter& writer, const std::string& scope, uint64_t d, uint64_t f) {
-  writer.random(scope + "/inner/weight", {f, d});
-  writer.random(scope + "/inner/bias", {f});
-  writer.random(scope + "/outer/weight", {d, f});
-  writer.random(scope + "/outer/bias", {d});
-  writer.random(scope + "/norm/gamma", {d}, 1.0f);
-  writer.random(scope + "/norm/beta", {d});
+ModelConfig tiny_config(const TinyModelShape& shape) {
+  ModelConfig config;
+  config.d_model = shape.d_model;
+  config.encoder = {shape.encoder_layers, shape.heads, shape.ffn, false, false, false};
+  config.decoder = {shape.decoder_layers, shape.heads, shape.ffn, false, false, false};
+  config.activation = Activation::Swish;
+  config.max_positions = shape.max_positions;
+  config.embedding_scale = std::sqrt(static_cast<float>(shape.d_model));
+  config.source_vocab_size = config.target_vocab_size = shape.vocab;
+  config.eos_id = 0;
+  config.unk_id = 1;
+  config.pad_id = config.decoder_start_id = shape.vocab - 1;
+  config.output_bias = true;
+  config.suppressed_ids = {shape.vocab - 1};
+  return config;
 }
 
 }  // namespace
 
 ModelImage make_tiny_model(const TinyModelShape& shape) {
+  const ModelConfig config = tiny_config(shape);
   ModelImage image;
   proto::ModelHeader& header = image.header;
   header.set_format_version(1);
   header.set_description("random test model");
-  proto::ModelConfig* config = header.mutable_config();
-  config->set_d_model(shape.d_model);
-  for (proto::StackConfig* stack : {config->mutable_encoder(), config->mutable_decoder()}) {
-    stack->set_num_heads(shape.heads);
-    stack->set_ffn_dim(shape.ffn);
+  proto::ModelConfig* out = header.mutable_config();
+  out->set_d_model(config.d_model);
+  for (auto [stack, source] : {std::pair{out->mutable_encoder(), &config.encoder}, std::pair{out->mutable_decoder(), &config.decoder}}) {
+    stack->set_num_layers(source->num_layers);
+    stack->set_num_heads(source->num_heads);
+    stack->set_ffn_dim(source->ffn_dim);
   }
-  config->mutable_encoder()->set_num_layers(shape.encoder_layers);
-  config->mutable_decoder()->set_num_layers(shape.decoder_layers);
-  config->set_activation(proto::SWISH);
-  config->set_layer_norm_epsilon(1e-5f);
-  config->set_position_encoding(proto::SINUSOIDAL_SPLIT);
-  config->set_max_positions(shape.max_positions);
-  config->set_embedding_scale(std::sqrt(static_cast<float>(shape.d_model)));
-  config->set_shared_embeddings(true);
-  config->set_tied_output(true);
-  config->set_source_vocab_size(shape.vocab);
-  config->set_target_vocab_size(shape.vocab);
-  config->set_eos_id(0);
-  config->set_unk_id(1);
-  config->set_pad_id(shape.vocab - 1);
-  config->set_decoder_start_id(shape.vocab - 1);
-  config->set_output_bias(true);
-  config->add_suppressed_ids(shape.vocab - 1);
+  out->set_activation(proto::SWISH);
+  out->set_layer_norm_epsilon(config.layer_norm_epsilon);
+  out->set_position_encoding(proto::SINUSOIDAL_SPLIT);
+  out->set_max_positions(config.max_positions);
+  out->set_embedding_scale(config.embedding_scale);
+  out->set_shared_embeddings(config.shared_embeddings);
+  out->set_tied_output(config.tied_output);
+  out->set_source_vocab_size(config.source_vocab_size);
+  out->set_target_vocab_size(config.target_vocab_size);
+  out->set_eos_id(config.eos_id);
+  out->set_unk_id(config.unk_id);
+  out->set_pad_id(config.pad_id);
+  out->set_decoder_start_id(config.decoder_start_id);
+  out->set_output_bias(config.output_bias);
+  for (int32_t id : config.suppressed_ids) out->add_suppressed_ids(id);
   header.mutable_tokenizer()->set_source_spm("not a real sentencepiece model");
   header.mutable_tokenizer()->set_target_spm("not a real sentencepiece model");
 
-  const uint64_t d = shape.d_model, f = shape.ffn;
-  TensorWriter writer(image, shape.seed, shape.weight_spread);
-  writer.random("shared/embedding", {static_cast<uint64_t>(shape.vocab), d});
-  for (int i = 0; i < shape.encoder_layers; ++i) {
-    const std::string scope = "encoder/layer_" + std::to_string(i);
-    add_attention(writer, scope + "/self_attention", d, "qkv", 3);
-    add_ffn(writer, scope + "/ffn", d, f);
+  // The tensor list comes from the library, so test files and the loader never disagree on names.
+  std::mt19937 rng(shape.seed);
+  for (const TensorSpec& spec : model_tensor_specs(config)) {
+    proto::TensorEntry* entry = header.add_tensors();
+    entry->set_name(spec.name);
+    entry->set_dtype(proto::FP32);
+    for (int64_t extent : spec.shape) entry->add_shape(static_cast<uint64_t>(extent));
+    const float mean = spec.role == TensorRole::NormScale ? 1.0f : 0.0f;
+    image.tensor_bytes.push_back(random_bytes(spec.shape, mean, shape.weight_spread, rng));
+    entry->set_size(image.tensor_bytes.back().size());
   }
-  for (int i = 0; i < shape.decoder_layers; ++i) {
-    const std::string scope = "decoder/layer_" + std::to_string(i);
-    add_attention(writer, scope + "/self_attention", d, "qkv", 3);
-    add_attention(writer, scope + "/cross_attention", d, "kv", 2);
-    writer.random(scope + "/cross_attention/query/weight", {d, d});
-    writer.random(scope + "/cross_attention/query/bias", {d});
-    add_ffn(writer, scope + "/ffn", d, f);
-  }
-  writer.random("decoder/output/bias", {static_cast<uint64_t>(shape.vocab)});
   return image;
 }
 
