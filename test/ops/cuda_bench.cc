@@ -1,6 +1,6 @@
 // Micro-benchmarks of the key kernels, timed with CUDA events (median of many runs after a warm-up).
 // Hidden, and a no-op unless SEQTRANS_CUDA_BENCH is set (Catch2 v2 still runs hidden cases under a negated
-// filter such as "~[gpu]"); cuda/run_gpu_checks.sh runs them with SEQTRANS_CUDA_BENCH=1 "[cuda_bench]".
+// filter such as "~[gpu]"); scripts/gpu_check.sh kernels runs them with SEQTRANS_CUDA_BENCH=1 "[cuda_bench]".
 #include "catch.h"
 #include "support/gpu.h"
 
