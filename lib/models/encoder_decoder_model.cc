@@ -84,13 +84,13 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
     decoder_layers_.emplace_back(weights, fmt::format("decoder/layer_{}", i), config_);
 }
 
-Tensor EncoderDecoderModel::embed(const Tensor& ids, const Tensor& positions, const Tensor& table) const {
+Tensor EncoderDecoderModel::embed(const Tensor& ids, const Tensor& positions, Side side) const {
+  const bool source = side == Side::Source;
   ops::EmbeddingOptions options;
   options.scale = config_.embedding_scale;
   options.positions = config_.position_encoding;
-  const Tensor& position_table = &table == &source_embedding_ ? source_positions_ : target_positions_;
-  if (options.positions == PositionEncoding::Learned) options.position_table = &position_table;
-  return ops::embed(ids, positions, table, options);
+  if (options.positions == PositionEncoding::Learned) options.position_table = source ? &source_positions_ : &target_positions_;
+  return ops::embed(ids, positions, source ? source_embedding_ : target_embedding_, options);
 }
 
 Tensor EncoderDecoderModel::encode_tensor(const std::vector<std::vector<int32_t>>& sources, Tensor& lengths) const {
@@ -113,7 +113,7 @@ Tensor EncoderDecoderModel::encode_tensor(const std::vector<std::vector<int32_t>
     source_lengths[b] = static_cast<int32_t>(sources[b].size());
   }
   lengths = ids_tensor(source_lengths, options_.device);
-  Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), source_embedding_);
+  Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);
   for (const EncoderLayer& layer : encoder_layers_) x = layer.forward(x, batch, lengths);
   return x.reshape({batch, time, config_.d_model});
 }
@@ -163,7 +163,7 @@ Tensor EncoderDecoderModel::decode(DecoderState& base_state, const std::vector<i
   const Tensor lengths = packed.slice_rows(2, 3).reshape({slots});
   const DecoderStepInputs inputs{positions, lengths, state.source_lengths};
 
-  Tensor x = embed(ids, positions, target_embedding_);  // [s, d]
+  Tensor x = embed(ids, positions, Side::Target);  // [s, d]
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   for (int32_t& position : state.positions) ++position;
   return x;

@@ -42,7 +42,9 @@ class EncoderDecoderModel : public StepModel {
   Tensor encode_tensor(const std::vector<std::vector<int32_t>>& sources, Tensor& lengths) const;
 
  private:
-  Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table) const;
+  enum class Side { Source, Target };
+  // Token embeddings of one side, scaled, plus its position encodings. ids, positions: [n] -> [n, d].
+  Tensor embed(const Tensor& ids, const Tensor& positions, Side side) const;
   // Runs the decoder layers for one step; returns the top layer's output [slots, d].
   Tensor decode(DecoderState& state, const std::vector<int32_t>& input_ids);
 
