@@ -18,6 +18,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   engine.shrink_batch = !options.naive_batching;
   engine.fused_output = !options.no_fused_topk;
   if (options.no_hierarchical_topk) engine.topk_algorithm = ops::TopkAlgorithm::FullScan;
+  engine.cuda_graphs = !options.no_cuda_graphs;
   return engine;
 }
 
@@ -210,6 +211,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
                     "Copy full logits to the host and select there instead of the fused output layer")
       ->group(measure_group);
   command->add_flag("--no-hierarchical-topk", options.no_hierarchical_topk, "Top-k by a full scan of every row")
+      ->group(measure_group);
+  command->add_flag("--no-cuda-graphs", options.no_cuda_graphs,
+                    "Launch every op of a decoder step instead of replaying the step as one CUDA graph")
       ->group(measure_group);
   command->add_option("--peak-tflops", options.peak_tflops,
                       "Peak matrix FLOP rate for the floor (default on a GPU in fp16: 764, measured on an H200)")

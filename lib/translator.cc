@@ -38,8 +38,9 @@ size_t device_reservation(const ModelFile& file, const TranslatorOptions& option
                                        options.batching.max_batch_size * options.max_input_length);
   const size_t encoder =
       batch_tokens * (4 * config.d_model + std::max(config.encoder.ffn_dim, config.decoder.ffn_dim)) * element * 4;
-  const size_t logits = slots * static_cast<size_t>(config.target_vocab_size) * element;
-  return weights + caches + encoder + 2 * logits + (64u << 20);
+  // Logits are fp32; each recorded decoder step (CUDA graph) keeps its own, and at most two live at once.
+  const size_t logits = slots * static_cast<size_t>(config.target_vocab_size) * sizeof(float);
+  return weights + caches + encoder + 3 * logits + (64u << 20);
 }
 
 

@@ -7,6 +7,10 @@
 //   keys and values staged in shared memory (fp32, odd row stride), one key per lane, 4 queries per warp,
 //   online softmax per query (flash style).
 // Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
+// key_rows (AttentionOptions): rank 1 moves a query row's keys to batch row key_rows[b], read once per block
+// (both kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key into shared
+// memory (decode kernel only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the
+// key (rank 2) or all of the row's keys (rank 1): a kernel cannot throw.
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 
@@ -26,40 +30,65 @@ constexpr int kTiledMaxHeadDim = 256;
 struct AttentionArguments {
   int query_len;
   int key_capacity;
+  int key_batch;  // batch rows of keys and values (differs from the query's with key_rows)
   int width;
   int head_dim;
   float scale;
 };
 
-template <typename T, int N>
+// kPerKey: key_rows is [b, key_capacity] (a batch row per key); otherwise it is [b] or null (row b).
+template <typename T, int N, bool kPerKey>
 __global__ void __launch_bounds__(kDecodeThreads)
     attention_decode_kernel(const T* __restrict__ query, const T* __restrict__ keys, const T* __restrict__ values,
-                            const int32_t* __restrict__ key_lengths, T* __restrict__ out, AttentionArguments args,
-                            int lanes_per_key) {
+                            const int32_t* __restrict__ key_lengths, const int32_t* __restrict__ key_rows,
+                            T* __restrict__ out, AttentionArguments args, int lanes_per_key) {
   using V = Vector<T, N>;
+  const int vectors = args.head_dim / N;
+  const int partitions = blockDim.x / vectors;
   extern __shared__ float shared[];
   float* scores = shared;                       // [key_capacity]
   float* query_row = scores + args.key_capacity;  // [head_dim]
   float* partial = query_row + args.head_dim;     // [partitions, head_dim]
+  // kPerKey only: each key's row in keys seen as [key_batch * key_capacity, width], -1 where masked.
+  int* key_index = reinterpret_cast<int*>(partial + partitions * args.head_dim);  // [key_capacity]
   __shared__ float scratch[32];
 
   const int t = blockIdx.x, head = blockIdx.y, b = blockIdx.z;
-  const int key_len = min(max(key_lengths[b], 0), args.key_capacity);
+  int key_len = min(max(key_lengths[b], 0), args.key_capacity);
+  int key_row = b;
+  if (!kPerKey && key_rows != nullptr) {
+    key_row = key_rows[b];
+    if (key_row < 0 || key_row >= args.key_batch) key_len = 0;  // no key to read: a zero row
+  }
   const int64_t query_offset = (static_cast<int64_t>(b) * args.query_len + t) * args.width +
                                static_cast<int64_t>(head) * args.head_dim;
   for (int c = threadIdx.x; c < args.head_dim; c += blockDim.x) query_row[c] = to_float(query[query_offset + c]);
   __syncthreads();
 
-  const int vectors = args.head_dim / N;
-  const int64_t head_base = static_cast<int64_t>(b) * args.key_capacity * args.width +
-                            static_cast<int64_t>(head) * args.head_dim;
+  // Key j's head row starts at head_base + j * width, or (kPerKey) head_offset + key_index[j] * width.
+  const int64_t head_offset = static_cast<int64_t>(head) * args.head_dim;
+  const int64_t head_base = kPerKey ? head_offset
+                                    : static_cast<int64_t>(key_row) * args.key_capacity * args.width + head_offset;
+  const int32_t* key_rows_of_b = kPerKey ? key_rows + static_cast<int64_t>(b) * args.key_capacity : nullptr;
   const int keys_per_pass = blockDim.x / lanes_per_key;
   const int lane_in_group = threadIdx.x % lanes_per_key;
   for (int first = 0; first < key_len; first += keys_per_pass) {
     const int j = first + static_cast<int>(threadIdx.x) / lanes_per_key;
     float dot = 0.0f;
-    if (j < key_len) {
-      const V* row = reinterpret_cast<const V*>(keys + head_base + static_cast<int64_t>(j) * args.width);
+    bool valid = j < key_len;
+    int64_t key_offset = head_base + static_cast<int64_t>(j) * args.width;
+    if constexpr (kPerKey) {
+      if (valid) {
+        // One int32 per key: the lanes of a group load the same word (a broadcast).
+        const int row = key_rows_of_b[j];
+        valid = row >= 0 && row < args.key_batch;
+        const int index = valid ? row * args.key_capacity + j : -1;  // the host checked it fits an int
+        key_offset = head_base + static_cast<int64_t>(index) * args.width;
+        if (lane_in_group == 0) key_index[j] = index;
+      }
+    }
+    if (valid) {
+      const V* row = reinterpret_cast<const V*>(keys + key_offset);
       for (int v = lane_in_group; v < vectors; v += lanes_per_key) {
         const V key = row[v];
 #pragma unroll
@@ -67,28 +96,34 @@ __global__ void __launch_bounds__(kDecodeThreads)
       }
     }
     for (int offset = lanes_per_key / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullMask, dot, offset);
-    if (lane_in_group == 0 && j < key_len) scores[j] = dot * args.scale;
+    if (lane_in_group == 0 && j < key_len) scores[j] = valid ? dot * args.scale : -INFINITY;
   }
   __syncthreads();
 
   float local_max = -INFINITY;
   for (int j = threadIdx.x; j < key_len; j += blockDim.x) local_max = fmaxf(local_max, scores[j]);
   const float max_score = block_max(local_max, scratch);
+  // Every key masked (rank-2 rows out of range): weights exp(-inf) = 0 rather than NaN.
+  const float shift = max_score == -INFINITY ? 0.0f : max_score;
   float local_sum = 0.0f;
   for (int j = threadIdx.x; j < key_len; j += blockDim.x) {
-    const float weight = expf(scores[j] - max_score);
+    const float weight = expf(scores[j] - shift);
     scores[j] = weight;
     local_sum += weight;
   }
-  const float total = block_sum(local_sum, scratch);  // its barriers also publish the weights
+  const float total = block_sum(local_sum, scratch);  // its barriers also publish the weights (and key_index)
 
-  const int partitions = blockDim.x / vectors;
   const int partition = threadIdx.x / vectors, column = threadIdx.x % vectors;
   if (partition < partitions) {
     float sum[N] = {};
     for (int j = partition; j < key_len; j += partitions) {
+      int index = j;
+      if constexpr (kPerKey) {
+        index = key_index[j];
+        if (index < 0) continue;  // masked: weight 0, and its memory may not exist
+      }
       const float weight = scores[j];
-      const V value = reinterpret_cast<const V*>(values + head_base + static_cast<int64_t>(j) * args.width)[column];
+      const V value = reinterpret_cast<const V*>(values + head_base + static_cast<int64_t>(index) * args.width)[column];
 #pragma unroll
       for (int e = 0; e < N; ++e) sum[e] += weight * to_float(value.value[e]);
     }
@@ -133,7 +168,8 @@ __device__ __forceinline__ void stage_key_tile(const T* __restrict__ keys, const
 template <typename T, int kChannels, int N>
 __global__ void __launch_bounds__(kTiledThreads, 4)
     attention_tiled_kernel(const T* __restrict__ query, const T* __restrict__ keys, const T* __restrict__ values,
-                           const int32_t* __restrict__ key_lengths, T* __restrict__ out, AttentionArguments args) {
+                           const int32_t* __restrict__ key_lengths, const int32_t* __restrict__ key_rows,
+                           T* __restrict__ out, AttentionArguments args) {
   extern __shared__ float shared[];
   const int head_dim = args.head_dim, key_stride = head_dim + 1;  // odd stride: lanes hit distinct banks
   float* query_tile = shared;                                 // [16, head_dim]
@@ -142,8 +178,15 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
 
   const int head = blockIdx.y, b = blockIdx.z, first_query = blockIdx.x * kTileQueries;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int key_len = min(max(key_lengths[b], 0), args.key_capacity);
+  int key_len = min(max(key_lengths[b], 0), args.key_capacity);
+  // key_rows here is [b] or null: all keys of the row in one batch row.
+  int key_row = b;
+  if (key_rows != nullptr) {
+    key_row = key_rows[b];
+    if (key_row < 0 || key_row >= args.key_batch) key_len = 0;  // no key to read: a zero row
+  }
   const int64_t head_offset = static_cast<int64_t>(head) * head_dim;
+  const int64_t head_base = static_cast<int64_t>(key_row) * args.key_capacity * args.width + head_offset;
 
   for (int i = threadIdx.x; i < kTileQueries * head_dim; i += blockDim.x) {
     const int t = first_query + i / head_dim;
@@ -165,8 +208,7 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
 
   for (int first_key = 0; first_key < key_len; first_key += kTileKeys) {
     __syncthreads();  // the previous tile is consumed (and, the first time, the queries are staged)
-    stage_key_tile<T, N>(keys, values, static_cast<int64_t>(b) * args.key_capacity * args.width + head_offset,
-                         first_key, key_len, args.width, head_dim, key_tile, value_tile);
+    stage_key_tile<T, N>(keys, values, head_base, first_key, key_len, args.width, head_dim, key_tile, value_tile);
     __syncthreads();
 
     const bool valid = first_key + lane < key_len;
@@ -243,64 +285,87 @@ void allow_shared_memory(Kernel kernel, size_t bytes, const char* what) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
-template <typename T, int N>
-void launch_decode(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
-                   const AttentionArguments& args, Tensor& out, cudaStream_t stream) {
+// The operands of one call, passed down the launchers together.
+struct AttentionOperands {
+  const Tensor& query;
+  const Tensor& keys;
+  const Tensor& values;
+  const Tensor& key_lengths;
+  const Tensor* key_rows;  // null, [b] or [b, key_capacity] int32
+  Tensor& out;
+};
+
+const int32_t* key_rows_data(const AttentionOperands& x) {
+  return x.key_rows != nullptr ? x.key_rows->data<int32_t>() : nullptr;
+}
+
+bool per_key_rows(const AttentionOperands& x) { return x.key_rows != nullptr && x.key_rows->rank() == 2; }
+
+template <typename T, int N, bool kPerKey>
+void launch_decode(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
   const int vectors = args.head_dim / N;
   SEQTRANS_CHECK(vectors <= kDecodeThreads, "attention: head size {} is too large for the CUDA kernel", args.head_dim);
   int lanes_per_key = 1;
   while (lanes_per_key < vectors && lanes_per_key < 32) lanes_per_key *= 2;
   const int partitions = kDecodeThreads / vectors;
+  // scores [key_capacity], query row [head_dim], partial sums [partitions, head_dim], key_index [key_capacity].
   const size_t shared_bytes =
-      sizeof(float) * (static_cast<size_t>(args.key_capacity) + args.head_dim + static_cast<size_t>(partitions) * args.head_dim);
-  allow_shared_memory(attention_decode_kernel<T, N>, shared_bytes, "a key length this long");
-  const dim3 grid(static_cast<unsigned>(args.query_len), static_cast<unsigned>(query.dim(2) / args.head_dim),
-                  static_cast<unsigned>(query.dim(0)));
-  attention_decode_kernel<T, N><<<grid, kDecodeThreads, shared_bytes, stream>>>(
-      query.data<T>(), keys.data<T>(), values.data<T>(), key_lengths.data<int32_t>(), out.data<T>(), args,
-      lanes_per_key);
+      sizeof(float) * (static_cast<size_t>(args.key_capacity) + args.head_dim +
+                       static_cast<size_t>(partitions) * args.head_dim) +
+      (kPerKey ? sizeof(int) * static_cast<size_t>(args.key_capacity) : 0);
+  allow_shared_memory(attention_decode_kernel<T, N, kPerKey>, shared_bytes, "a key length this long");
+  const dim3 grid(static_cast<unsigned>(args.query_len), static_cast<unsigned>(x.query.dim(2) / args.head_dim),
+                  static_cast<unsigned>(x.query.dim(0)));
+  attention_decode_kernel<T, N, kPerKey><<<grid, kDecodeThreads, shared_bytes, stream>>>(
+      x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(), key_rows_data(x),
+      x.out.data<T>(), args, lanes_per_key);
   CUDA_CHECK_LAUNCH();
 }
 
+template <typename T, int N>
+void launch_decode(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
+  if (per_key_rows(x)) return launch_decode<T, N, true>(x, args, stream);
+  launch_decode<T, N, false>(x, args, stream);
+}
+
 template <typename T, int kChannels, int N>
-void launch_tiled_with(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
-                       const AttentionArguments& args, Tensor& out, cudaStream_t stream) {
+void launch_tiled_with(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
   const size_t shared_bytes =
       sizeof(float) * (static_cast<size_t>(kTileQueries) * args.head_dim + 2 * kTileKeys * (args.head_dim + 1));
   allow_shared_memory(attention_tiled_kernel<T, kChannels, N>, shared_bytes, "this head size");
   const dim3 grid(static_cast<unsigned>((args.query_len + kTileQueries - 1) / kTileQueries),
-                  static_cast<unsigned>(query.dim(2) / args.head_dim), static_cast<unsigned>(query.dim(0)));
+                  static_cast<unsigned>(x.query.dim(2) / args.head_dim), static_cast<unsigned>(x.query.dim(0)));
   attention_tiled_kernel<T, kChannels, N><<<grid, kTiledThreads, shared_bytes, stream>>>(
-      query.data<T>(), keys.data<T>(), values.data<T>(), key_lengths.data<int32_t>(), out.data<T>(), args);
+      x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(), key_rows_data(x),
+      x.out.data<T>(), args);
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, int kChannels>
-void launch_tiled(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
-                  const AttentionArguments& args, Tensor& out, cudaStream_t stream) {
+void launch_tiled(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
   constexpr int kWidth = kVectorWidth<T>;
   // 16-byte loads of key and value rows need every head row to start on a 16-byte boundary.
-  if (args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(keys.raw(), 16) &&
-      is_aligned(values.raw(), 16))
-    return launch_tiled_with<T, kChannels, kWidth>(query, keys, values, key_lengths, args, out, stream);
-  launch_tiled_with<T, kChannels, 1>(query, keys, values, key_lengths, args, out, stream);
+  if (args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(x.keys.raw(), 16) &&
+      is_aligned(x.values.raw(), 16))
+    return launch_tiled_with<T, kChannels, kWidth>(x, args, stream);
+  launch_tiled_with<T, kChannels, 1>(x, args, stream);
 }
 
 template <typename T>
-void launch_attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
-                      const AttentionArguments& args, Tensor& out, cudaStream_t stream) {
-  if (args.query_len >= kTiledMinQueries && args.head_dim <= kTiledMaxHeadDim) {
-    if (args.head_dim <= 32) return launch_tiled<T, 1>(query, keys, values, key_lengths, args, out, stream);
-    if (args.head_dim <= 64) return launch_tiled<T, 2>(query, keys, values, key_lengths, args, out, stream);
-    if (args.head_dim <= 128) return launch_tiled<T, 4>(query, keys, values, key_lengths, args, out, stream);
-    return launch_tiled<T, 8>(query, keys, values, key_lengths, args, out, stream);
+void launch_attention(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
+  // A row per key (rank-2 key_rows) exists in the decode kernel only.
+  if (args.query_len >= kTiledMinQueries && args.head_dim <= kTiledMaxHeadDim && !per_key_rows(x)) {
+    if (args.head_dim <= 32) return launch_tiled<T, 1>(x, args, stream);
+    if (args.head_dim <= 64) return launch_tiled<T, 2>(x, args, stream);
+    if (args.head_dim <= 128) return launch_tiled<T, 4>(x, args, stream);
+    return launch_tiled<T, 8>(x, args, stream);
   }
   constexpr int kWidth = kVectorWidth<T>;
   // 16-byte loads need every head row to start on a 16-byte boundary.
-  const bool vectorized = args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(query.raw(), 16) &&
-                          is_aligned(keys.raw(), 16) && is_aligned(values.raw(), 16);
-  if (vectorized) return launch_decode<T, kWidth>(query, keys, values, key_lengths, args, out, stream);
-  launch_decode<T, 1>(query, keys, values, key_lengths, args, out, stream);
+  const bool vectorized = args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(x.query.raw(), 16) &&
+                          is_aligned(x.keys.raw(), 16) && is_aligned(x.values.raw(), 16);
+  if (vectorized) return launch_decode<T, kWidth>(x, args, stream);
+  launch_decode<T, 1>(x, args, stream);
 }
 
 }  // namespace
@@ -314,23 +379,34 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   check_on_device(op, "key_lengths", key_lengths);
   check_same_dtype(op, "keys", keys, query.dtype());
   check_same_dtype(op, "values", values, query.dtype());
+  const Tensor* key_rows = options.key_rows;
+  if (key_rows != nullptr) {
+    check_on_device(op, "key_rows", *key_rows);
+    SEQTRANS_CHECK(key_rows->dtype() == DataType::I32 &&
+                       (key_rows->rank() == 1 || (key_rows->rank() == 2 && key_rows->dim(1) == keys.dim(1))),
+                   "attention: key_rows {} {} is neither [b] nor [b, {}] int32", dtype_name(key_rows->dtype()),
+                   shape_string(key_rows->shape()), keys.dim(1));
+  }
   const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
   if (batch == 0 || query_len == 0 || width == 0) return;
   const cudaDeviceProp& properties = context().properties;
   SEQTRANS_CHECK(batch <= properties.maxGridSize[2] && options.num_heads <= properties.maxGridSize[1] &&
-                     query_len <= properties.maxGridSize[0] && keys.dim(1) <= (int64_t{1} << 30),
+                     query_len <= properties.maxGridSize[0] && keys.dim(1) <= (int64_t{1} << 30) &&
+                     keys.dim(0) * keys.dim(1) <= INT32_MAX,
                  "attention: shape {} x {} exceeds the CUDA grid limits", shape_string(query.shape()),
                  shape_string(keys.shape()));
   AttentionArguments args;
   args.query_len = static_cast<int>(query_len);
   args.key_capacity = static_cast<int>(keys.dim(1));
+  args.key_batch = static_cast<int>(keys.dim(0));
   args.width = static_cast<int>(width);
   args.head_dim = static_cast<int>(width / options.num_heads);
   args.scale = options.scale;
+  const AttentionOperands operands{query, keys, values, key_lengths, key_rows, out};
   if (query.dtype() == DataType::F16)
-    launch_attention<__half>(query, keys, values, key_lengths, args, out, stream);
+    launch_attention<__half>(operands, args, stream);
   else
-    launch_attention<float>(query, keys, values, key_lengths, args, out, stream);
+    launch_attention<float>(operands, args, stream);
 }
 
 }  // namespace seqtrans::cuda

@@ -19,12 +19,24 @@ void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& pa
 // Out-of-range ids or positions give zero rows here (the CPU throws): a kernel cannot throw.
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
            Tensor& out, cudaStream_t stream);
+// key_rows entries outside keys' batch rows cannot throw here (the CPU does): rank 1, the query row gets
+// zeros as if it had no keys; rank 2, that key is masked out of the softmax (a row left with no valid key
+// gets zeros). Rank 2 always takes the decode kernel.
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out, cudaStream_t stream);
+// One launch. A slot whose position is outside the cache gets its query row but writes nothing to the
+// caches or the history (the CPU throws).
+void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
+                                Tensor& value_cache, Tensor& history, Tensor& query, cudaStream_t stream);
 // Slots whose position is outside the cache are left unwritten (the CPU throws).
 void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions, cudaStream_t stream);
 // Out-of-range indices give zero rows (the CPU throws).
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream);
+// Any dtype; one cudaMemcpyAsync on the stream (graph capturable). src and dst must not overlap.
+void copy(const Tensor& src, Tensor& dst, cudaStream_t stream);
+// Any dtype; one cudaMemcpy2DAsync on the stream (graph capturable), rows as pitches (one plain copy when
+// the rows are equal, a copy per row past the device's pitch limit).
+void copy_prefix(const Tensor& src, Tensor& dst, cudaStream_t stream);
 // fp32 <-> fp16 (round to nearest even); same dtype copies.
 void convert(const Tensor& x, Tensor& out, cudaStream_t stream);
 

@@ -28,6 +28,7 @@ size_t CachingArena::size_class(size_t bytes) {
 
 CachingArena::CachingArena(int device_index, const ArenaOptions& options)
     : device_index_(device_index), options_(options) {
+  free_blocks_[0];
   if (options_.initial_bytes > 0) reserve(round_up(options_.initial_bytes, kChunkGranularity), 0);
 }
 
@@ -67,21 +68,27 @@ CachingArena::Chunk& CachingArena::reserve(size_t block_bytes, size_t requested_
   return chunks_.back();
 }
 
+void* CachingArena::take_free(FreeLists& lists, size_t block_bytes, size_t& granted) {
+  for (auto it = lists.lower_bound(block_bytes); it != lists.end() && it->first <= 2 * block_bytes; ++it) {
+    if (it->second.empty()) continue;
+    void* block = it->second.back();
+    it->second.pop_back();
+    granted = it->first;
+    return block;
+  }
+  return nullptr;
+}
+
 void* CachingArena::allocate(size_t bytes) {
   const size_t block_bytes = size_class(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  void* block = nullptr;
   size_t granted = block_bytes;
-  // Reuse a free block of this class, or of a class at most twice as large.
-  for (auto it = free_blocks_.lower_bound(block_bytes); it != free_blocks_.end() && it->first <= 2 * block_bytes;
-       ++it) {
-    if (it->second.empty()) continue;
-    block = it->second.back();
-    it->second.pop_back();
-    granted = it->first;
-    break;
-  }
+  // Reuse a free block of this class, or of a class at most twice as large: the active pool's own first,
+  // then a shared one (which then belongs to the active pool until that pool is released).
+  void* block = take_free(free_blocks_[active_pool_], block_bytes, granted);
+  if (block == nullptr && active_pool_ != 0) block = take_free(free_blocks_[0], block_bytes, granted);
   if (block == nullptr) {
+    granted = block_bytes;
     Chunk* chunk = nullptr;
     for (Chunk& candidate : chunks_)
       if (candidate.bytes - candidate.used >= block_bytes) {
@@ -92,7 +99,7 @@ void* CachingArena::allocate(size_t bytes) {
     block = chunk->base + chunk->used;
     chunk->used += block_bytes;
   }
-  live_blocks_.emplace(block, granted);
+  live_blocks_.emplace(block, LiveBlock{granted, active_pool_});
   ++stats_.allocations;
   stats_.bytes_in_use += granted;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
@@ -106,9 +113,38 @@ void CachingArena::deallocate(void* pointer, size_t) {
   if (it == live_blocks_.end()) return;  // not ours; never seen in practice, and a destructor must not throw
   // Work queued on the one stream that still reads this block runs before any later use of it, which is
   // queued behind it on the same stream: the block may be reused at once.
-  free_blocks_[it->second].push_back(pointer);
-  stats_.bytes_in_use -= it->second;
+  const auto pool = free_blocks_.find(it->second.pool);
+  FreeLists& lists = pool != free_blocks_.end() ? pool->second : free_blocks_[0];
+  lists[it->second.bytes].push_back(pointer);
+  stats_.bytes_in_use -= it->second.bytes;
   live_blocks_.erase(it);
+}
+
+int CachingArena::create_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int pool = next_pool_++;
+  free_blocks_[pool];
+  return pool;
+}
+
+int CachingArena::activate_pool(int pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  SEQTRANS_CHECK(free_blocks_.count(pool) == 1, "memory pool {} does not exist", pool);
+  const int previous = active_pool_;
+  active_pool_ = pool;
+  return previous;
+}
+
+void CachingArena::release_pool(int pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = free_blocks_.find(pool);
+  if (pool == 0 || it == free_blocks_.end()) return;
+  FreeLists& shared = free_blocks_[0];
+  for (auto& [bytes, blocks] : it->second) shared[bytes].insert(shared[bytes].end(), blocks.begin(), blocks.end());
+  free_blocks_.erase(it);
+  for (auto& [block, live] : live_blocks_)
+    if (live.pool == pool) live.pool = 0;
+  if (active_pool_ == pool) active_pool_ = 0;
 }
 
 MemoryStats CachingArena::stats() const {

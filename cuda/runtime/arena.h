@@ -38,6 +38,15 @@ class CachingArena : public Allocator {
   void deallocate(void* pointer, size_t bytes) override;
   MemoryStats stats() const;
 
+  // Private pools for CUDA graphs. A graph replays with the addresses its temporaries had when it was
+  // captured, so those blocks must never be handed to anyone else while the graph lives: allocations
+  // made while a pool is active come from it and go back to it. Pool 0 is the shared one.
+  int create_pool();
+  // Makes `pool` the one new allocations come from; returns the previously active pool.
+  int activate_pool(int pool);
+  // Gives the pool's blocks back to the shared lists (those still in use go back when freed).
+  void release_pool(int pool);
+
   // The block size a request of `bytes` gets: 256-byte multiples up to 1 KiB, then four classes per power
   // of two (at most 25% slack), then 2 MiB steps past 32 MiB.
   static size_t size_class(size_t bytes);
@@ -52,12 +61,23 @@ class CachingArena : public Allocator {
   // Reserves a new chunk able to hold `block_bytes`; throws one line with the sizes and a hint.
   Chunk& reserve(size_t block_bytes, size_t requested_bytes);
 
+  using FreeLists = std::map<size_t, std::vector<void*>>;  // class size -> free blocks of that class
+  struct LiveBlock {
+    size_t bytes;
+    int pool;
+  };
+
+  // Takes a free block of class `block_bytes` or at most twice as large from `lists`; null if none.
+  static void* take_free(FreeLists& lists, size_t block_bytes, size_t& granted);
+
   int device_index_;
   ArenaOptions options_;
   mutable std::mutex mutex_;
   std::vector<Chunk> chunks_;
-  std::map<size_t, std::vector<void*>> free_blocks_;  // class size -> free blocks of that class
-  std::unordered_map<void*, size_t> live_blocks_;     // block -> its class size
+  std::map<int, FreeLists> free_blocks_;            // pool -> its free lists; pool 0 always exists
+  std::unordered_map<void*, LiveBlock> live_blocks_;
+  int active_pool_ = 0;
+  int next_pool_ = 1;
   MemoryStats stats_;
 };
 

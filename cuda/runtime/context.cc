@@ -50,7 +50,7 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   const DeviceContext& context() const { return context_; }
-  const CachingArena& arena() const { return *arena_; }
+  CachingArena& arena() const { return *arena_; }
 
  private:
   DeviceContext context_;
@@ -94,5 +94,7 @@ cudaStream_t current_stream() { return runtime().context().stream; }
 void synchronize() { CUDA_CHECK(cudaStreamSynchronize(current_stream())); }
 
 MemoryStats memory_stats() { return runtime().arena().stats(); }
+
+CachingArena& arena() { return runtime().arena(); }
 
 }  // namespace seqtrans::cuda

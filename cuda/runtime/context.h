@@ -41,4 +41,7 @@ void synchronize();
 // Counters of the caching allocator (cudaMalloc calls, bytes in use, peak).
 MemoryStats memory_stats();
 
+// The caching allocator itself (private pools for CUDA graphs).
+CachingArena& arena();
+
 }  // namespace seqtrans::cuda

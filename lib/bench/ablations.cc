@@ -18,14 +18,16 @@ void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& s
   search.shrink_batch = settings.shrink_batch;
   model.fused_output = settings.fused_output;
   model.topk_algorithm = settings.topk_algorithm;
+  model.cuda_graphs = settings.cuda_graphs;
 }
 
 std::string describe(const EngineSettings& settings) {
   return std::string(settings.shrink_batch ? "shrinking" : "naive") + " batch, " +
-         (settings.fused_output ? "fused" : "host") + " top-k (" + topk_name(settings.topk_algorithm) + ")";
+         (settings.fused_output ? "fused" : "host") + " top-k (" + topk_name(settings.topk_algorithm) + ")" +
+         (settings.cuda_graphs ? "" : ", no CUDA graphs");
 }
 
-std::vector<Ablation> ablations(const EngineSettings& base) {
+std::vector<Ablation> ablations(const EngineSettings& base, Device device) {
   std::vector<Ablation> list;
   Ablation naive{"naive-batching", "shrinking batch", base, base};
   naive.with_idea.shrink_batch = true;
@@ -43,6 +45,14 @@ std::vector<Ablation> ablations(const EngineSettings& base) {
   hierarchical.without_idea.topk_algorithm = ops::TopkAlgorithm::FullScan;
   hierarchical.with_idea.fused_output = hierarchical.without_idea.fused_output = true;
   list.push_back(hierarchical);
+
+  // Graphs need the fused output layer (the host top-k copies logits mid-step).
+  if (device != Device::CUDA) return list;
+  Ablation graphs{"no-cuda-graphs", "CUDA graphs", base, base};
+  graphs.with_idea.cuda_graphs = true;
+  graphs.without_idea.cuda_graphs = false;
+  graphs.with_idea.fused_output = graphs.without_idea.fused_output = true;
+  list.push_back(graphs);
   return list;
 }
 

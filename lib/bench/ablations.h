@@ -14,10 +14,11 @@ struct EngineSettings {
   bool shrink_batch = true;  // finished sentences leave the batch (off: --naive-batching)
   bool fused_output = true;  // bias + log_softmax + top-k on the device (off: --no-fused-topk)
   ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;  // --no-hierarchical-topk: FullScan
+  bool cuda_graphs = true;   // each decoder step replayed as one CUDA graph (off: --no-cuda-graphs)
 
   bool operator==(const EngineSettings& other) const {
     return shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
-           topk_algorithm == other.topk_algorithm;
+           topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs;
   }
 };
 
@@ -34,8 +35,8 @@ struct Ablation {
   EngineSettings without_idea;
 };
 
-// Every ablation relative to `base`: each changes only its own switch, so an idea that `base` has
-// already turned off is measured by turning it back on.
-std::vector<Ablation> ablations(const EngineSettings& base);
+// Every ablation relative to `base` that applies on `device` (CUDA graphs only on a GPU): each changes
+// only its own switch, so an idea that `base` has already turned off is measured by turning it back on.
+std::vector<Ablation> ablations(const EngineSettings& base, Device device);
 
 }  // namespace seqtrans::bench

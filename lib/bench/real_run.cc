@@ -172,7 +172,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
 
   if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
   if (options.ablations) {
-    for (const Ablation& ablation : ablations(options.engine)) {
+    for (const Ablation& ablation : ablations(options.engine, options.translator.device)) {
       const AblationResult measured = measurements.ablate(ablation);
       if (progress)
         progress(fmt::format("{}: {:.2f}x ({:.3f} s with, {:.3f} s without)", ablation.idea, measured.speedup(),

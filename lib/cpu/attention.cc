@@ -6,11 +6,32 @@
 #include "cpu/cpu_ops.h"
 
 namespace seqtrans::cpu {
+namespace {
+
+// Element offset in keys/values of key j of query row b: batch row b, key_rows[b] or key_rows[b, j].
+// Only keys below the length are looked up, so a history table may hold anything past it.
+void key_offsets(const ops::AttentionOptions& options, int64_t b, int64_t key_len, int64_t key_batch,
+                 int64_t key_capacity, int64_t width, std::vector<int64_t>& offsets) {
+  const Tensor* key_rows = options.key_rows;
+  const int32_t* rows = key_rows != nullptr ? key_rows->data<int32_t>() : nullptr;
+  for (int64_t j = 0; j < key_len; ++j) {
+    int64_t row = b;
+    if (rows != nullptr) {
+      const int64_t index = key_rows->rank() == 1 ? b : b * key_capacity + j;
+      row = rows[index];
+      SEQTRANS_CHECK(row >= 0 && row < key_batch,
+                     "attention: key_rows entry {} is {}, outside the {} batch rows of keys", index, row, key_batch);
+    }
+    offsets[j] = (row * key_capacity + j) * width;
+  }
+}
+
+}  // namespace
 
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out) {
   const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
-  const int64_t key_capacity = keys.dim(1);
+  const int64_t key_batch = keys.dim(0), key_capacity = keys.dim(1);
   const int64_t heads = options.num_heads, head_dim = width / heads;
   const float* q = query.data<float>();
   const float* k = keys.data<float>();
@@ -18,16 +39,18 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   const int32_t* lengths = key_lengths.data<int32_t>();
   float* result = out.data<float>();
   std::vector<float> weights(static_cast<size_t>(key_capacity));
+  std::vector<int64_t> offsets(static_cast<size_t>(key_capacity));
 
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t key_len = std::clamp<int64_t>(lengths[b], 0, key_capacity);
+    key_offsets(options, b, key_len, key_batch, key_capacity, width, offsets);
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t t = 0; t < query_len; ++t) {
         const float* q_row = q + (b * query_len + t) * width + h * head_dim;
         float* out_row = result + (b * query_len + t) * width + h * head_dim;
         float max_score = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < key_len; ++j) {
-          const float* k_row = k + (b * key_capacity + j) * width + h * head_dim;
+          const float* k_row = k + offsets[j] + h * head_dim;
           float dot = 0.0f;
           for (int64_t c = 0; c < head_dim; ++c) dot += q_row[c] * k_row[c];
           weights[j] = dot * options.scale;
@@ -41,7 +64,7 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
         for (int64_t c = 0; c < head_dim; ++c) out_row[c] = 0.0f;
         for (int64_t j = 0; j < key_len; ++j) {
           const float weight = static_cast<float>(weights[j] / total);
-          const float* v_row = v + (b * key_capacity + j) * width + h * head_dim;
+          const float* v_row = v + offsets[j] + h * head_dim;
           for (int64_t c = 0; c < head_dim; ++c) out_row[c] += weight * v_row[c];
         }
       }

@@ -15,10 +15,17 @@ void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out)
 void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts);
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
            Tensor& out);
+// Out-of-range key_rows entries of keys below the length throw; entries past the length are never read.
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out);
+// Throws before writing anything when a position is outside the cache.
+void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
+                                Tensor& value_cache, Tensor& history, Tensor& query);
 void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions);
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
+// Any dtype (bytes are copied).
+void copy(const Tensor& src, Tensor& dst);
+void copy_prefix(const Tensor& src, Tensor& dst);
 
 void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& ids);
 

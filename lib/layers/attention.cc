@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "layers/transformer.h"
+
 namespace seqtrans {
 namespace {
 
@@ -31,14 +33,15 @@ Tensor SelfAttention::forward(const Tensor& x, int64_t batch, const Tensor& leng
   return attend(context.reshape({tokens, d}), x);
 }
 
-Tensor SelfAttention::step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const Tensor& positions,
-                           const Tensor& key_lengths) const {
+Tensor SelfAttention::step(const Tensor& x, Tensor& key_cache, Tensor& value_cache,
+                           const DecoderStepInputs& inputs) const {
   const int64_t slots = x.dim(0), d = shape_.d_model;
-  const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(x), qkv_.bias(), 3);  // 3 x [s, d]
-  ops::kv_cache_write(key_cache, qkv[1], positions);
-  ops::kv_cache_write(value_cache, qkv[2], positions);
+  const Tensor query = ops::append_self_attention_step(qkv_.project(x), qkv_.bias(), inputs.positions, key_cache,
+                                                       value_cache, inputs.history);
+  ops::AttentionOptions options = attention_options(shape_);
+  options.key_rows = &inputs.history;
   const Tensor context =
-      ops::attention(qkv[0].reshape({slots, 1, d}), key_cache, value_cache, key_lengths, attention_options(shape_));
+      ops::attention(query.reshape({slots, 1, d}), key_cache, value_cache, inputs.key_lengths, options);
   return attend(context.reshape({slots, d}), x);
 }
 
@@ -57,11 +60,13 @@ void CrossAttention::project_memory(const Tensor& encoder_output, int64_t batch,
 }
 
 Tensor CrossAttention::step(const Tensor& x, const Tensor& keys, const Tensor& values,
-                            const Tensor& source_lengths) const {
+                            const DecoderStepInputs& inputs) const {
   const int64_t slots = x.dim(0), d = shape_.d_model;
   const Tensor query = query_.forward(x);
+  ops::AttentionOptions options = attention_options(shape_);
+  options.key_rows = &inputs.sentences;
   const Tensor context =
-      ops::attention(query.reshape({slots, 1, d}), keys, values, source_lengths, attention_options(shape_));
+      ops::attention(query.reshape({slots, 1, d}), keys, values, inputs.source_lengths, options);
   const Tensor projected = output_.project(context.reshape({slots, d}));
   return ops::add_bias_residual_layer_norm(projected, output_.bias(), x, norm_.weights());
 }

@@ -7,6 +7,8 @@
 
 namespace seqtrans {
 
+struct DecoderStepInputs;  // layers/transformer.h
+
 struct AttentionShape {
   int64_t d_model = 0;
   int num_heads = 0;
@@ -21,10 +23,9 @@ class SelfAttention {
 
   // Whole-sequence form (encoder). x: [b, t, d] as [b*t, d]; lengths: [b] -> [b*t, d].
   Tensor forward(const Tensor& x, int64_t batch, const Tensor& lengths) const;
-  // One decoding step against a per-slot cache. x: [s, d]; caches: [s, capacity, d]; positions: [s]
-  // (where this step's key/value go); key_lengths = positions + 1.
-  Tensor step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const Tensor& positions,
-              const Tensor& key_lengths) const;
+  // One decoding step against a per-slot cache. x: [s, d]; caches: [s, capacity, d]; this step's key and
+  // value go to (slot, position) and the history table records it.
+  Tensor step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const DecoderStepInputs& inputs) const;
 
  private:
   Tensor attend(const Tensor& context, const Tensor& residual) const;
@@ -43,8 +44,8 @@ class CrossAttention {
 
   // encoder_output: [b*t, d] -> keys, values [b, t, d].
   void project_memory(const Tensor& encoder_output, int64_t batch, Tensor& keys, Tensor& values) const;
-  // x: [s, d]; keys, values: [s, t, d]; source_lengths: [s] -> [s, d].
-  Tensor step(const Tensor& x, const Tensor& keys, const Tensor& values, const Tensor& source_lengths) const;
+  // x: [s, d]; keys, values: [sentences, t, d], read at each slot's sentence -> [s, d].
+  Tensor step(const Tensor& x, const Tensor& keys, const Tensor& values, const DecoderStepInputs& inputs) const;
 
  private:
   AttentionShape shape_;

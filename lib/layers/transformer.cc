@@ -25,10 +25,8 @@ void DecoderLayer::project_memory(const Tensor& encoder_output, int64_t batch, D
 }
 
 Tensor DecoderLayer::step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const {
-  const Tensor after_self =
-      self_attention_.step(x, cache.self_keys, cache.self_values, inputs.positions, inputs.key_lengths);
-  const Tensor after_cross =
-      cross_attention_.step(after_self, cache.cross_keys, cache.cross_values, inputs.source_lengths);
+  const Tensor after_self = self_attention_.step(x, cache.self_keys, cache.self_values, inputs);
+  const Tensor after_cross = cross_attention_.step(after_self, cache.cross_keys, cache.cross_values, inputs);
   return ffn_.forward(after_cross);
 }
 

@@ -19,19 +19,23 @@ class EncoderLayer {
   FeedForward ffn_;
 };
 
-// Per-slot decoder tensors of one layer: the growing self-attention cache and the fixed encoder memory.
+// Decoder tensors of one layer. Keys and values never move once written: the self-attention cache is
+// read through the history table (beam reorders permute only that), the encoder memory through each
+// slot's sentence (the beams of a sentence share it).
 struct DecoderLayerCache {
-  Tensor self_keys;     // [s, capacity, d]
+  Tensor self_keys;     // [s, capacity, d]: slot s's key for position t at row s (history says whose)
   Tensor self_values;   // [s, capacity, d]
-  Tensor cross_keys;    // [s, source_len, d]
-  Tensor cross_values;  // [s, source_len, d]
+  Tensor cross_keys;    // [sentences, source_len, d]
+  Tensor cross_values;  // [sentences, source_len, d]
 };
 
 // Per-step inputs shared by every decoder layer.
 struct DecoderStepInputs {
   const Tensor& positions;       // [s] int32, where this step's token sits
   const Tensor& key_lengths;     // [s] int32, positions + 1
-  const Tensor& source_lengths;  // [s] int32
+  Tensor& history;               // [s, capacity] int32: the cache row holding each slot's key t
+  const Tensor& sentences;       // [s] int32: each slot's row of the encoder memory
+  const Tensor& source_lengths;  // [s] int32: its length
 };
 
 class DecoderLayer {

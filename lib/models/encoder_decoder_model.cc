@@ -1,41 +1,82 @@
 #include "models/encoder_decoder_model.h"
 
 #include <algorithm>
+#include <climits>
+#include <map>
+#include <numeric>
+#include <set>
 
-#include "core/device_copy.h"
 #include "core/profiler.h"
+#include "ops/graph.h"
 
 namespace seqtrans {
-namespace {
 
-// Decoder state of one batch: one slot per active hypothesis, each with its own position.
+// One decoder step recorded as a graph for a number of rows and candidates per row, and its outputs.
+struct StepGraph {
+  explicit StepGraph(Device device) : graph(device) {}
+  ops::DeviceGraph graph;
+  Tensor values;  // [rows, k]
+  Tensor ids;     // [rows, k]
+};
+
+// Decoder state of one batch: one slot per active hypothesis. Keys and values stay where they were
+// written; select() changes host-side maps only, and the next step applies them on the device.
 class EncoderDecoderState : public DecoderState {
  public:
   int64_t slots() const override { return static_cast<int64_t>(positions.size()); }
 
-  std::vector<int32_t> positions;  // [s] host copy: tokens already fed per slot
-  std::vector<int32_t> sentences;  // [s] the source sentence of each slot (its encoder memory)
-  Tensor source_lengths;           // [s] int32 on the device
-  int64_t capacity = 0;            // self-attention cache length per slot
-  std::vector<DecoderLayerCache> layers;
+  // Per slot, on the host.
+  std::vector<int32_t> positions;  // tokens already fed
+  std::vector<int32_t> sentences;  // its source sentence (its row of the encoder memory)
+  std::vector<int32_t> reorder;    // the slot of the last step it continues (identity after a step)
+  std::vector<int32_t> source_lengths;  // per sentence
+
+  // On the device. The self-attention buffers hold `rows` slots of `capacity` positions; graphs
+  // recorded against them stay valid until they are reallocated.
+  std::vector<DecoderLayerCache> layers;  // cross keys/values per sentence, self caches [rows, capacity, d]
+  Tensor history;                         // [rows, capacity] int32, see DecoderStepInputs
+  Tensor step_inputs;                     // [kStepInputs, rows] int32, uploaded once per step
+  int64_t rows = 0;
+  int64_t capacity = 0;
+  std::map<std::pair<int64_t, int>, std::unique_ptr<StepGraph>> graphs;  // (rows, k) -> recorded step
+  std::set<std::pair<int64_t, int>> launched;  // (rows, k) run op by op since the buffers last changed
+  int graphs_version = -1;                     // suppressed-id version the graphs use
 };
 
-constexpr int64_t kInitialCacheCapacity = 16;
+namespace {
+
+// Most sentences end within 32 tokens; longer ones double the capacity (and record their graphs again).
+constexpr int64_t kInitialCacheCapacity = 32;
+
+// Rows of step_inputs: what one host-to-device copy per step carries.
+enum StepInput { kIds, kPositions, kKeyLengths, kSentences, kSourceLengths, kReorder, kStepInputs };
 
 Tensor ids_tensor(const std::vector<int32_t>& values, Device device) {
   Tensor host = Tensor::from_ints({static_cast<int64_t>(values.size())}, values);
   return device == Device::CPU ? host : host.to(device);
 }
 
-// Copies each slot's rows into a longer cache; growth doubles, so it happens O(log length) times.
-Tensor grow_cache(const Tensor& cache, int64_t capacity) {
-  const int64_t slots = cache.dim(0), old_capacity = cache.dim(1), width = cache.dim(2);
-  Tensor grown({slots, capacity, width}, cache.dtype(), cache.device());
-  const size_t element = dtype_size(cache.dtype());
-  for (int64_t s = 0; s < slots; ++s) {
-    copy_bytes(cache.device(), static_cast<char*>(grown.raw()) + s * capacity * width * element, cache.device(),
-               static_cast<const char*>(cache.raw()) + s * old_capacity * width * element,
-               old_capacity * width * element);
+// Row counts a step graph is recorded for: 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (powers of two and 1.5x
+// them). A shrinking batch reuses a graph for several steps and pads at most a third of its rows.
+int64_t row_bucket(int64_t slots) {
+  int64_t power = 1;
+  while (power < slots) {
+    if (power * 3 / 2 >= slots && power >= 2) return power * 3 / 2;
+    power *= 2;
+  }
+  return power;
+}
+
+// A buffer of [rows, capacity, ...] keeping `old`'s contents in its leading rows and positions. The
+// rest stays unwritten until used: slots read only positions they wrote, padding rows read nothing.
+Tensor regrow(const Tensor& old, int64_t rows, int64_t capacity, const Shape& trailing, DataType dtype,
+              Device device) {
+  Shape shape{rows, capacity};
+  shape.insert(shape.end(), trailing.begin(), trailing.end());
+  Tensor grown(shape, dtype, device);
+  if (old.defined()) {
+    Tensor leading = grown.slice_rows(0, old.dim(0));
+    ops::copy_prefix(old, leading);
   }
   return grown;
 }
@@ -122,117 +163,197 @@ std::unique_ptr<DecoderState> EncoderDecoderModel::encode(const std::vector<std:
   const ProfileScope profile("encoder");
   auto state = std::make_unique<EncoderDecoderState>();
   const int64_t batch = static_cast<int64_t>(sources.size());
-  const Tensor memory = encode_tensor(sources, state->source_lengths);
+  Tensor lengths;
+  const Tensor memory = encode_tensor(sources, lengths);
   const Tensor memory_rows = memory.reshape({memory.dim(0) * memory.dim(1), memory.dim(2)});
   state->positions.assign(static_cast<size_t>(batch), 0);
-  for (int32_t b = 0; b < static_cast<int32_t>(batch); ++b) state->sentences.push_back(b);
-  state->capacity = kInitialCacheCapacity;
+  state->sentences.resize(static_cast<size_t>(batch));
+  std::iota(state->sentences.begin(), state->sentences.end(), 0);
+  state->reorder = state->sentences;
+  for (const auto& source : sources) state->source_lengths.push_back(static_cast<int32_t>(source.size()));
   state->layers.resize(decoder_layers_.size());
-  for (size_t i = 0; i < decoder_layers_.size(); ++i) {
-    DecoderLayerCache& cache = state->layers[i];
-    decoder_layers_[i].project_memory(memory_rows, batch, cache);
-    cache.self_keys = Tensor({batch, state->capacity, config_.d_model}, options_.dtype, options_.device);
-    cache.self_values = Tensor({batch, state->capacity, config_.d_model}, options_.dtype, options_.device);
-  }
+  for (size_t i = 0; i < decoder_layers_.size(); ++i)
+    decoder_layers_[i].project_memory(memory_rows, batch, state->layers[i]);
   return state;
 }
 
-Tensor EncoderDecoderModel::decode(DecoderState& base_state, const std::vector<int32_t>& input_ids) {
-  auto& state = static_cast<EncoderDecoderState&>(base_state);
+bool EncoderDecoderModel::use_graphs() const {
+  return options_.cuda_graphs && options_.fused_output && ops::DeviceGraph::supported(options_.device) &&
+         !Profiler::instance().enabled();
+}
+
+int64_t EncoderDecoderModel::prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,
+                                          bool graph) {
   const int64_t slots = state.slots();
   SEQTRANS_CHECK(static_cast<int64_t>(input_ids.size()) == slots, "step: {} ids for {} slots", input_ids.size(),
                  slots);
-  const int32_t furthest = slots == 0 ? 0 : *std::max_element(state.positions.begin(), state.positions.end());
-  SEQTRANS_CHECK(furthest < config_.max_positions, "output reached the model's {} positions", config_.max_positions);
-  if (furthest >= state.capacity) {
-    const int64_t capacity = std::min<int64_t>(state.capacity * 2, config_.max_positions);
+  SEQTRANS_CHECK(slots > 0, "step: no slots left");
+  // Cache rows are never copied: slot s writes position p at row s, which no slot's history can point
+  // to yet only while all slots are at the same position.
+  const int32_t position = state.positions.front();
+  SEQTRANS_CHECK(std::all_of(state.positions.begin(), state.positions.end(), [&](int32_t p) { return p == position; }),
+                 "step: all slots must be at the same position");
+  SEQTRANS_CHECK(position < config_.max_positions, "output reached the model's {} positions", config_.max_positions);
+
+  const int64_t rows = graph ? row_bucket(slots) : slots;
+  int64_t capacity = std::max(state.capacity, kInitialCacheCapacity);
+  while (capacity <= position) capacity = std::min<int64_t>(capacity * 2, config_.max_positions);
+  if (rows > state.rows || capacity != state.capacity) {
+    const int64_t new_rows = std::max(rows, state.rows), d = config_.d_model;
     for (DecoderLayerCache& cache : state.layers) {
-      cache.self_keys = grow_cache(cache.self_keys, capacity);
-      cache.self_values = grow_cache(cache.self_values, capacity);
+      cache.self_keys = regrow(cache.self_keys, new_rows, capacity, {d}, options_.dtype, options_.device);
+      cache.self_values = regrow(cache.self_values, new_rows, capacity, {d}, options_.dtype, options_.device);
     }
+    state.history = regrow(state.history, new_rows, capacity, {}, DataType::I32, options_.device);
+    if (new_rows != state.rows) state.step_inputs = Tensor({kStepInputs, new_rows}, DataType::I32, options_.device);
+    state.rows = new_rows;
     state.capacity = capacity;
+    state.graphs.clear();
+    state.launched.clear();
   }
 
-  // One host-to-device copy per step carries the ids, positions and key lengths ([3, s]).
-  std::vector<int32_t> step_inputs(input_ids);
-  step_inputs.insert(step_inputs.end(), state.positions.begin(), state.positions.end());
-  for (int32_t position : state.positions) step_inputs.push_back(position + 1);
-  const Tensor packed = ids_tensor(step_inputs, options_.device).reshape({3, slots});
-  const Tensor ids = packed.slice_rows(0, 1).reshape({slots});
-  const Tensor positions = packed.slice_rows(1, 2).reshape({slots});
-  const Tensor lengths = packed.slice_rows(2, 3).reshape({slots});
-  const DecoderStepInputs inputs{positions, lengths, state.source_lengths};
+  // Padding rows (graphs only) decode a start token at the same position, attending to no earlier key:
+  // they write only where nothing has been written yet and read nothing the slots wrote.
+  std::vector<int32_t> inputs(static_cast<size_t>(kStepInputs * state.rows), 0);
+  const auto row = [&](StepInput which) { return inputs.begin() + which * state.rows; };
+  std::copy(input_ids.begin(), input_ids.end(), row(kIds));
+  std::fill(row(kIds) + slots, row(kIds) + state.rows, config_.decoder_start_id);
+  std::fill(row(kPositions), row(kPositions) + state.rows, position);
+  std::fill(row(kKeyLengths), row(kKeyLengths) + slots, position + 1);
+  std::copy(state.sentences.begin(), state.sentences.end(), row(kSentences));
+  std::fill(row(kSourceLengths), row(kSourceLengths) + state.rows, state.source_lengths.front());
+  for (int64_t s = 0; s < slots; ++s) row(kSourceLengths)[s] = state.source_lengths[state.sentences[s]];
+  std::iota(row(kReorder), row(kReorder) + state.rows, 0);
+  std::copy(state.reorder.begin(), state.reorder.end(), row(kReorder));
+  state.step_inputs.copy_from(Tensor::from_ints(state.step_inputs.shape(), inputs));
+  return rows;
+}
 
-  Tensor x = embed(ids, positions, Side::Target);  // [s, d]
+Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) const {
+  const auto input = [&](StepInput which) {
+    return state.step_inputs.slice_rows(which, which + 1).reshape({state.rows}).slice_rows(0, rows);
+  };
+  const Tensor ids = input(kIds), positions = input(kPositions), key_lengths = input(kKeyLengths);
+  const Tensor sentences = input(kSentences), source_lengths = input(kSourceLengths);
+  // Beam reorders since the last step move history rows only; keys and values stay in place.
+  Tensor history = ops::gather_rows(state.history, input(kReorder));  // [rows, capacity]
+  const DecoderStepInputs inputs{positions, key_lengths, history, sentences, source_lengths};
+
+  // Every layer sees all cache rows: after the batch shrinks, slots still read keys that rows past them hold.
+  Tensor x = embed(ids, positions, Side::Target);  // [rows, d]
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
-  for (int32_t& position : state.positions) ++position;
+  Tensor kept = state.history.slice_rows(0, rows);
+  ops::copy(history, kept);
   return x;
 }
 
-Tensor EncoderDecoderModel::step(DecoderState& state, const std::vector<int32_t>& input_ids) {
-  const Tensor x = decode(state, input_ids);
-  const ProfileScope profile("output layer");
-  Tensor logits = ops::matmul(x, output_weight_, {/*transpose_b=*/true, 1.0f, /*fp32_output=*/true});  // [s, V]
-  if (output_bias_.defined()) ops::add_bias(logits, output_bias_);
-  if (logits.device() != Device::CPU) logits = logits.to(Device::CPU);
-  return logits;
+void EncoderDecoderModel::finish_step(EncoderDecoderState& state) {
+  for (int32_t& position : state.positions) ++position;
+  std::iota(state.reorder.begin(), state.reorder.end(), 0);
 }
 
-void EncoderDecoderModel::step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids,
+Tensor EncoderDecoderModel::logits(const Tensor& x) const {
+  return ops::matmul(x, output_weight_, {/*transpose_b=*/true, 1.0f, /*fp32_output=*/true});  // [rows, V]
+}
+
+Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int32_t>& input_ids) {
+  auto& state = static_cast<EncoderDecoderState&>(base_state);
+  const int64_t rows = prepare_step(state, input_ids, /*graph=*/false);
+  const Tensor x = decode(state, rows);
+  finish_step(state);
+  const ProfileScope profile("output layer");
+  Tensor result = logits(x);
+  if (output_bias_.defined()) ops::add_bias(result, output_bias_);
+  if (result.device() != Device::CPU) result = result.to(Device::CPU);
+  return result;
+}
+
+void EncoderDecoderModel::select_candidates(const Tensor& x, int k, Tensor& values, Tensor& ids) const {
+  const ProfileScope profile("output layer");
+  // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects.
+  ops::TopkOptions options;
+  options.k = k;
+  options.bias = output_bias_.defined() ? &output_bias_ : nullptr;
+  options.suppressed_ids = suppressed_host_.empty() ? nullptr : &suppressed_device_;
+  options.algorithm = options_.topk_algorithm;
+  ops::log_softmax_topk(logits(x), options, values, ids);
+}
+
+void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,
                                           const CandidateRequest& request, StepCandidates& candidates) {
   if (!options_.fused_output) {
-    StepModel::step_candidates(state, input_ids, request, candidates);
+    StepModel::step_candidates(base_state, input_ids, request, candidates);
     return;
   }
-  const Tensor x = decode(state, input_ids);
-  const ProfileScope profile("output layer");
-  // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects, and
-  // only [slots, k] values and ids are copied back.
-  const Tensor logits = ops::matmul(x, output_weight_, {/*transpose_b=*/true, 1.0f, /*fp32_output=*/true});  // [s, V]
+  auto& state = static_cast<EncoderDecoderState&>(base_state);
   if (request.suppressed_ids != suppressed_host_) {  // usually the same list every step: copy it once
     suppressed_host_ = request.suppressed_ids;
     suppressed_device_ = ids_tensor(suppressed_host_, options_.device);
+    ++suppressed_version_;
   }
-  const Tensor& suppressed = suppressed_device_;
-  ops::TopkOptions options;
-  options.k = request.k;
-  options.bias = output_bias_.defined() ? &output_bias_ : nullptr;
-  options.suppressed_ids = request.suppressed_ids.empty() ? nullptr : &suppressed;
-  options.algorithm = options_.topk_algorithm;
+  const bool graph = use_graphs();
+  const int64_t slots = state.slots();
+  const int64_t rows = prepare_step(state, input_ids, graph);
   Tensor values, ids;
-  ops::log_softmax_topk(logits, options, values, ids);
-  candidates.slots = logits.dim(0);
+  const auto record = [&](Tensor& out_values, Tensor& out_ids) {
+    select_candidates(decode(state, rows), request.k, out_values, out_ids);
+  };
+  const std::pair<int64_t, int> key{rows, request.k};
+  if (state.graphs_version != suppressed_version_) {
+    state.graphs.clear();
+    state.launched.clear();
+    state.graphs_version = suppressed_version_;
+  }
+  const auto recorded = state.graphs.find(key);
+  if (graph && recorded != state.graphs.end()) {
+    recorded->second->graph.replay();
+    ++step_counts_.replayed;
+    values = recorded->second->values;
+    ids = recorded->second->ids;
+  } else if (graph && !state.launched.insert(key).second) {
+    // Recorded on a shape's second step: a shape seen once (a bucket the shrinking batch passes through
+    // in one step) costs no recording, which takes longer than launching the ops.
+    // Slots only shrink: graphs for more rows will not be replayed again.
+    state.graphs.erase(state.graphs.upper_bound({rows, INT32_MAX}), state.graphs.end());
+    auto step_graph = std::make_unique<StepGraph>(options_.device);
+    StepGraph& created = *step_graph;
+    created.graph.capture([&] { record(created.values, created.ids); });
+    created.graph.replay();
+    ++step_counts_.captured;
+    values = created.values;
+    ids = created.ids;
+    state.graphs.emplace(key, std::move(step_graph));
+  } else {
+    // The first step of a shape runs op by op, which also lets libraries finish any lazy setup outside a graph.
+    record(values, ids);
+    ++step_counts_.launched;
+  }
+  finish_step(state);
+  std::vector<float> log_probs = values.to_float_vector();
+  std::vector<int32_t> best = ids.to_int_vector();
+  log_probs.resize(static_cast<size_t>(slots * request.k));
+  best.resize(static_cast<size_t>(slots * request.k));
+  candidates.slots = slots;
   candidates.k = request.k;
-  candidates.log_probs = values.to_float_vector();
-  candidates.ids = ids.to_int_vector();
+  candidates.log_probs = std::move(log_probs);
+  candidates.ids = std::move(best);
 }
 
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {
-  const ProfileScope profile("cache reorder");
   auto& state = static_cast<EncoderDecoderState&>(base_state);
-  const Tensor indices = ids_tensor(sources, options_.device);
-  std::vector<int32_t> positions, sentences;
+  std::vector<int32_t> positions, sentences, reorder;
   positions.reserve(sources.size());
   sentences.reserve(sources.size());
+  reorder.reserve(sources.size());
   for (int32_t source : sources) {
     SEQTRANS_CHECK(source >= 0 && source < state.slots(), "select: slot {} out of {}", source, state.slots());
     positions.push_back(state.positions[source]);
     sentences.push_back(state.sentences[source]);
+    reorder.push_back(state.reorder[source]);
   }
   state.positions = std::move(positions);
-  for (DecoderLayerCache& cache : state.layers) {
-    cache.self_keys = ops::gather_rows(cache.self_keys, indices);
-    cache.self_values = ops::gather_rows(cache.self_values, indices);
-  }
-  // Beams of one sentence share its encoder memory: a reorder among them leaves every slot's memory as
-  // it was, so the cross-attention keys and values move only when the slot -> sentence map changes.
-  if (sentences == state.sentences) return;
   state.sentences = std::move(sentences);
-  state.source_lengths = ops::gather_rows(state.source_lengths, indices);
-  for (DecoderLayerCache& cache : state.layers) {
-    cache.cross_keys = ops::gather_rows(cache.cross_keys, indices);
-    cache.cross_values = ops::gather_rows(cache.cross_values, indices);
-  }
+  state.reorder = std::move(reorder);
 }
 
 }  // namespace seqtrans

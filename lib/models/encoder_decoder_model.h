@@ -16,7 +16,19 @@ struct ModelOptions {
   ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;
   // false: copy the full logits to the host and select there (the benchmark's --no-fused-topk ablation).
   bool fused_output = true;
+  // Replay each decoder step as one CUDA graph (CUDA with fused_output only; off while profiling, whose
+  // per-stage synchronization a graph cannot hold). false: launch every op (--no-cuda-graphs).
+  bool cuda_graphs = true;
 };
+
+// How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed.
+struct StepCounts {
+  int64_t launched = 0;
+  int64_t captured = 0;
+  int64_t replayed = 0;
+};
+
+class EncoderDecoderState;
 
 class EncoderDecoderModel : public StepModel {
  public:
@@ -38,6 +50,8 @@ class EncoderDecoderModel : public StepModel {
                        StepCandidates& candidates) override;
   void select(DecoderState& state, const std::vector<int32_t>& sources) override;
 
+  const StepCounts& step_counts() const { return step_counts_; }
+
   // Encoder output for a batch, [b, t, d] with t the longest source; exposed for tests.
   Tensor encode_tensor(const std::vector<std::vector<int32_t>>& sources, Tensor& lengths) const;
 
@@ -45,8 +59,19 @@ class EncoderDecoderModel : public StepModel {
   enum class Side { Source, Target };
   // Token embeddings of one side, scaled, plus its position encodings. ids, positions: [n] -> [n, d].
   Tensor embed(const Tensor& ids, const Tensor& positions, Side side) const;
-  // Runs the decoder layers for one step; returns the top layer's output [slots, d].
-  Tensor decode(DecoderState& state, const std::vector<int32_t>& input_ids);
+  // Checks the step's ids, sizes the state's buffers and uploads the step's inputs; returns the rows the
+  // step computes: the slots, padded up to a bucket when the step runs as a graph.
+  int64_t prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph);
+  // The decoder layers for one step over `rows` rows: device work only, so a graph can record it.
+  // Returns the top layer's output [rows, d].
+  Tensor decode(EncoderDecoderState& state, int64_t rows) const;
+  // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
+  Tensor logits(const Tensor& x) const;
+  // The fused output layer: the k best log-probs per row and their ids.
+  void select_candidates(const Tensor& x, int k, Tensor& values, Tensor& ids) const;
+  // After a step: positions advance and the pending reorder is spent.
+  static void finish_step(EncoderDecoderState& state);
+  bool use_graphs() const;
 
   ModelConfig config_;
   ModelOptions options_;
@@ -58,6 +83,8 @@ class EncoderDecoderModel : public StepModel {
   Tensor output_bias_;       // [V_tgt], undefined when the model has none
   std::vector<int32_t> suppressed_host_;  // the last suppressed-id list and its device copy
   Tensor suppressed_device_;
+  int suppressed_version_ = 0;             // graphs recorded with an older copy are not replayed
+  StepCounts step_counts_;
   std::vector<EncoderLayer> encoder_layers_;
   std::vector<DecoderLayer> decoder_layers_;
 };

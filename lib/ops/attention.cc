@@ -2,6 +2,25 @@
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
+namespace {
+
+// key_rows: [b] int32 (one batch row of keys per query row) or [b, tk] int32 (one per key, tq = 1).
+void check_key_rows(const Tensor& key_rows, const Tensor& query, const Tensor& keys) {
+  SEQTRANS_CHECK(key_rows.defined(), "attention: key_rows is undefined");
+  SEQTRANS_CHECK(key_rows.rank() == 1 || key_rows.rank() == 2,
+                 "attention: key_rows must have rank 1 [b] or 2 [b, tk], got shape {}",
+                 shape_string(key_rows.shape()));
+  check_dtype("attention", "key_rows", key_rows, DataType::I32);
+  check_extent("attention", "key_rows", key_rows, 0, query.dim(0));
+  if (key_rows.rank() == 2) {
+    check_extent("attention", "key_rows", key_rows, 1, keys.dim(1));
+    SEQTRANS_CHECK(query.dim(1) == 1, "attention: key_rows per key ([b, tk]) needs one query per row, got {}",
+                   query.dim(1));
+  }
+  check_same_device("attention", query, key_rows);
+}
+
+}  // namespace
 
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                  const AttentionOptions& options) {
@@ -10,7 +29,14 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
   check_float("attention", "query", query);
   SEQTRANS_CHECK(keys.shape() == values.shape(), "attention: keys {} and values {} differ",
                  shape_string(keys.shape()), shape_string(values.shape()));
-  check_extent("attention", "keys", keys, 0, query.dim(0));
+  SEQTRANS_CHECK(keys.dtype() == query.dtype() && values.dtype() == query.dtype(),
+                 "attention: query is {} but keys and values are {} and {}", dtype_name(query.dtype()),
+                 dtype_name(keys.dtype()), dtype_name(values.dtype()));
+  // With key_rows, keys and values are a pool of batch rows indexed by it, of any batch extent.
+  if (options.key_rows == nullptr)
+    check_extent("attention", "keys", keys, 0, query.dim(0));
+  else
+    check_key_rows(*options.key_rows, query, keys);
   check_extent("attention", "keys", keys, 2, query.dim(2));
   check_rank("attention", "key_lengths", key_lengths, 1);
   check_dtype("attention", "key_lengths", key_lengths, DataType::I32);

@@ -60,9 +60,31 @@ Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, co
 struct AttentionOptions {
   int num_heads = 1;
   float scale = 1.0f;
+  // Where the keys and values of query row b live when not in batch row b of keys/values (whose batch
+  // extent may then differ from the query's). Rank 1, [b] int32: all in batch row key_rows[b]
+  // (cross-attention: the beams of a sentence share its memory). Rank 2, [b, tk] int32: key j in batch
+  // row key_rows[b, j] (the self-attention cache after beam reorders, which move only these indices); tq = 1.
+  // Only entries of keys below the length are read (a history table may hold anything past it); one of
+  // them outside keys' batch rows is an error (the CUDA backend masks it instead, see cuda_ops.h).
+  const Tensor* key_rows = nullptr;
 };
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                  const AttentionOptions& options);
+
+// The decoder self-attention step between the QKV projection and the attention, in one pass: adds the
+// bias to qkv [s, 3d] and returns the query [s, d]; writes the key and value rows into key_cache and
+// value_cache [S >= s, capacity, d] at (slot, positions[slot]) and sets history[slot, positions[slot]] = slot
+// (history: [s, capacity] int32, the key_rows of AttentionOptions). positions: [s] int32, each inside the
+// capacity. qkv, bias and the caches share one dtype.
+Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
+                                  Tensor& value_cache, Tensor& history);
+
+// dst = src, same shape and dtype, queued on the device like any other op (a CUDA graph can hold it).
+void copy(const Tensor& src, Tensor& dst);
+
+// dst[i, :m, ...] = src[i, :m, ...] for src [n, m, ...] and dst [n, m', ...], m' >= m, equal trailing
+// extents: a cache or index table moved to a longer capacity.
+void copy_prefix(const Tensor& src, Tensor& dst);
 
 // cache[s, positions[s], :] = values[s, :], in place. cache: [slots, capacity, d]; values: [slots, d];
 // positions: [slots] int32.

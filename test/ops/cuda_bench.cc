@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "cuda/kernels/cuda_ops.h"
@@ -83,6 +84,49 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       const double bytes = 2.0 * slots * 100 * d * element;
       const double time = median_microseconds([&] { ops::attention(query, keys, values, lengths, {8, 0.125f}); });
       report(std::string("attention decode step 320 slots x ~100 keys d512 h8 ") + type, time, bytes);
+    }
+    // The same step reading each key through a history table of random rows (beams reordered many times),
+    // then the fused append that feeds it against the three launches it replaces.
+    {
+      const int64_t slots = 320, capacity = 256, d = 512;
+      const Tensor query = device_floats({slots, 1, d}, dtype);
+      Tensor keys = device_floats({slots, capacity, d}, dtype);
+      Tensor values = device_floats({slots, capacity, d}, dtype);
+      const Tensor lengths = random_ints({slots}, 90, 110).to(Device::CUDA);
+      Tensor history = random_ints({slots, capacity}, 0, static_cast<int32_t>(slots - 1)).to(Device::CUDA);
+      ops::AttentionOptions options{8, 0.125f};
+      options.key_rows = &history;
+      const double time = median_microseconds([&] { ops::attention(query, keys, values, lengths, options); });
+      report(std::string("attention decode step, key_rows [b, tk] random rows ") + type, time,
+             2.0 * slots * 100 * d * element);
+      const Tensor qkv = device_floats({slots, 3 * d}, dtype), bias = device_floats({3 * d}, dtype);
+      const Tensor positions = random_ints({slots}, 90, 110).to(Device::CUDA);
+      const double step_bytes = 2.0 * slots * 3 * d * element;  // read qkv, write query, key and value rows
+      const double fused = median_microseconds(
+          [&] { ops::append_self_attention_step(qkv, bias, positions, keys, values, history); });
+      report(std::string("append_self_attention_step 320 x 512 ") + type, fused, step_bytes);
+      const double separate = median_microseconds([&] {
+        const std::vector<Tensor> parts = ops::add_bias_split(qkv, bias, 3);
+        ops::kv_cache_write(keys, parts[1], positions);
+        ops::kv_cache_write(values, parts[2], positions);
+      });
+      report(std::string("add_bias_split + 2 kv_cache_write 320 x 512 ") + type, separate, step_bytes);
+    }
+    // Cross-attention step: 5 beams of each of 64 sentences share its memory of ~100 tokens (key_rows [b]).
+    {
+      const int64_t slots = 320, sentences = 64, source_len = 100, d = 512;
+      const Tensor query = device_floats({slots, 1, d}, dtype);
+      const Tensor keys = device_floats({sentences, source_len, d}, dtype);
+      const Tensor values = device_floats({sentences, source_len, d}, dtype);
+      const Tensor lengths = random_ints({slots}, 80, 100).to(Device::CUDA);
+      std::vector<int32_t> rows;
+      for (int64_t s = 0; s < slots; ++s) rows.push_back(static_cast<int32_t>(s / 5));
+      const Tensor sentence_rows = Tensor::from_ints({slots}, rows).to(Device::CUDA);
+      ops::AttentionOptions options{8, 0.125f};
+      options.key_rows = &sentence_rows;
+      const double time = median_microseconds([&] { ops::attention(query, keys, values, lengths, options); });
+      report(std::string("attention cross step 320 slots on 64 memories, key_rows [b] ") + type, time,
+             2.0 * sentences * source_len * d * element);
     }
     // Encoder self-attention: 32 sentences of 100 tokens.
     {

@@ -5,6 +5,7 @@
 
 #ifdef SEQTRANS_WITH_CUDA
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -12,6 +13,7 @@
 #include "cpu/cpu_ops.h"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/context.h"
+#include "ops/graph.h"
 #include "ops/ops.h"
 #include "support/gpu.h"
 #include "support/random_tensor.h"
@@ -47,6 +49,37 @@ std::vector<float> values_of(const Tensor& x) {
 }
 
 const DataType kFloatTypes[] = {DataType::F32, DataType::F16};
+
+std::vector<int32_t> ints_of(const Tensor& x) {
+  cuda::synchronize();
+  return x.to_int_vector();
+}
+
+ops::AttentionOptions attention_options(int64_t width, int64_t heads, const Tensor* key_rows) {
+  ops::AttentionOptions options;
+  options.num_heads = static_cast<int>(heads);
+  options.scale = 1.0f / std::sqrt(static_cast<float>(width / heads));
+  options.key_rows = key_rows;
+  return options;
+}
+
+// Random keys or values [key_batch, capacity, width] with NaN wherever no query row reads (read[r * capacity
+// + j] false): a kernel reading past a length or from the wrong row shows NaN in its result.
+Tensor poisoned_floats(int64_t key_batch, int64_t capacity, int64_t width, const std::vector<bool>& read) {
+  Tensor x = random_floats({key_batch, capacity, width});
+  for (int64_t key = 0; key < key_batch * capacity; ++key)
+    if (!read[key])
+      for (int64_t c = 0; c < width; ++c) x.data<float>()[key * width + c] = std::numeric_limits<float>::quiet_NaN();
+  return x;
+}
+
+// Per-row key lengths in [1, capacity], the first full and the second a single key.
+std::vector<int32_t> varied_lengths(int64_t batch, int64_t capacity) {
+  std::vector<int32_t> lengths = random_ints({batch}, 1, static_cast<int32_t>(capacity)).to_int_vector();
+  lengths[0] = static_cast<int32_t>(capacity);
+  if (batch > 1) lengths[1] = 1;
+  return lengths;
+}
 
 }  // namespace
 
@@ -254,6 +287,275 @@ TEST_CASE("cuda convert rounds like the host conversion", "[gpu]") {
     const Tensor got_back = back.to(Device::CPU);
     const Tensor expected_back = expected_half.to(DataType::F32);
     CHECK(std::memcmp(got_back.raw(), expected_back.raw(), expected_back.bytes()) == 0);
+  }
+}
+
+TEST_CASE("cuda attention with key_rows per row matches the CPU", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  struct Case {
+    int64_t batch, key_batch, query_len, key_capacity, width, heads;
+  };
+  const Case cases[] = {
+      {6, 2, 1, 40, 64, 4},       // cross-attention step: 3 beams per sentence share its memory
+      {24, 6, 1, 300, 512, 8},    // long memory
+      {5, 7, 3, 17, 30, 3},       // more key rows than query rows, head size 10 (scalar loads)
+      {8, 2, 37, 37, 512, 8},     // tiled kernel
+      {3, 5, 9, 21, 60, 2},       // tiled, head size 30
+      {2, 1, 130, 130, 256, 2},   // tiled, head size 128, one shared row
+      {4, 3, 12, 25, 40, 2},      // tiled, head size 20
+  };
+  for (DataType dtype : kFloatTypes)
+    for (const Case& c : cases) {
+      CAPTURE(dtype_name(dtype), c.batch, c.key_batch, c.query_len, c.key_capacity, c.width, c.heads);
+      const std::vector<int32_t> lengths = varied_lengths(c.batch, c.key_capacity);
+      std::vector<int32_t> rows = random_ints({c.batch}, 0, static_cast<int32_t>(c.key_batch - 1)).to_int_vector();
+      std::vector<bool> read(static_cast<size_t>(c.key_batch * c.key_capacity), false);
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t j = 0; j < lengths[b]; ++j) read[rows[b] * c.key_capacity + j] = true;
+      const Operand query = random_operand({c.batch, c.query_len, c.width}, dtype);
+      const Operand keys = upload(poisoned_floats(c.key_batch, c.key_capacity, c.width, read), dtype);
+      const Operand values = upload(poisoned_floats(c.key_batch, c.key_capacity, c.width, read), dtype);
+      const Tensor lengths_cpu = Tensor::from_ints({c.batch}, lengths), lengths_gpu = lengths_cpu.to(Device::CUDA);
+      const Tensor rows_cpu = Tensor::from_ints({c.batch}, rows), rows_gpu = rows_cpu.to(Device::CUDA);
+      const Tensor expected = ops::attention(query.cpu, keys.cpu, values.cpu, lengths_cpu,
+                                             attention_options(c.width, c.heads, &rows_cpu));
+      const Tensor got = ops::attention(query.gpu, keys.gpu, values.gpu, lengths_gpu,
+                                        attention_options(c.width, c.heads, &rows_gpu));
+      const std::vector<float> expected_values = expected.to_float_vector();
+      CHECK(max_relative_error(values_of(got), expected_values) < tolerance(dtype));
+
+      // A row outside keys' batch extent cannot throw on the GPU: that query row gets zeros.
+      rows.back() = static_cast<int32_t>(c.key_batch);
+      const Tensor bad_rows = Tensor::from_ints({c.batch}, rows).to(Device::CUDA);
+      const std::vector<float> masked = values_of(ops::attention(query.gpu, keys.gpu, values.gpu, lengths_gpu,
+                                                                 attention_options(c.width, c.heads, &bad_rows)));
+      const size_t row_size = static_cast<size_t>(c.query_len * c.width), last = masked.size() - row_size;
+      CHECK(max_relative_error(std::vector<float>(masked.begin(), masked.begin() + last),
+                               std::vector<float>(expected_values.begin(), expected_values.begin() + last)) <
+            tolerance(dtype));
+      CHECK(std::all_of(masked.begin() + last, masked.end(), [](float x) { return x == 0.0f; }));
+    }
+}
+
+TEST_CASE("cuda attention with key_rows per key matches the CPU", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  struct Case {
+    int64_t batch, key_batch, key_capacity, width, heads;
+  };
+  const Case cases[] = {
+      {8, 8, 40, 64, 4},       // beam search step over a reordered self-attention cache
+      {12, 12, 300, 512, 8},   // long cache
+      {12, 4, 64, 512, 8},     // fewer cache rows than query rows
+      {5, 9, 17, 30, 3},       // more cache rows, head size 10 (scalar loads)
+      {16, 16, 64, 256, 2},    // head size 128
+      {3, 2, 45, 512, 2},      // head size 256
+      {4, 4, 1, 8, 1},
+  };
+  for (DataType dtype : kFloatTypes)
+    for (const Case& c : cases) {
+      CAPTURE(dtype_name(dtype), c.batch, c.key_batch, c.key_capacity, c.width, c.heads);
+      const int64_t capacity = c.key_capacity;
+      std::vector<int32_t> lengths = varied_lengths(c.batch, capacity);
+      std::vector<int32_t> history =
+          random_ints({c.batch, capacity}, 0, static_cast<int32_t>(c.key_batch - 1)).to_int_vector();
+      // Beams sharing a history: row 2 repeats row 0 (same length), row 3 repeats row 0's prefix.
+      if (c.batch > 2) {
+        std::copy(history.begin(), history.begin() + capacity, history.begin() + 2 * capacity);
+        lengths[2] = lengths[0];
+      }
+      if (c.batch > 3) std::copy(history.begin(), history.begin() + capacity, history.begin() + 3 * capacity);
+      // Past a length the table holds anything, out-of-range rows included: never read.
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t j = lengths[b]; j < capacity; ++j)
+          history[b * capacity + j] = (j % 2 == 0) ? -3 : static_cast<int32_t>(c.key_batch + 5);
+      std::vector<bool> read(static_cast<size_t>(c.key_batch * capacity), false);
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t j = 0; j < lengths[b]; ++j) read[history[b * capacity + j] * capacity + j] = true;
+      const Operand query = random_operand({c.batch, 1, c.width}, dtype);
+      const Operand keys = upload(poisoned_floats(c.key_batch, capacity, c.width, read), dtype);
+      const Operand values = upload(poisoned_floats(c.key_batch, capacity, c.width, read), dtype);
+      const Tensor lengths_cpu = Tensor::from_ints({c.batch}, lengths), lengths_gpu = lengths_cpu.to(Device::CUDA);
+      const Tensor rows_cpu = Tensor::from_ints({c.batch, capacity}, history), rows_gpu = rows_cpu.to(Device::CUDA);
+      const Tensor expected = ops::attention(query.cpu, keys.cpu, values.cpu, lengths_cpu,
+                                             attention_options(c.width, c.heads, &rows_cpu));
+      const Tensor got = ops::attention(query.gpu, keys.gpu, values.gpu, lengths_gpu,
+                                        attention_options(c.width, c.heads, &rows_gpu));
+      CHECK(max_relative_error(values_of(got), expected.to_float_vector()) < tolerance(dtype));
+
+      // An out-of-range row on the GPU masks that key: the last row's last key out equals one key less.
+      const int64_t last = c.batch - 1;
+      history[last * capacity + lengths[last] - 1] = -1;
+      const Tensor bad_rows = Tensor::from_ints({c.batch, capacity}, history).to(Device::CUDA);
+      lengths[last] -= 1;
+      const Tensor shorter = ops::attention(query.cpu, keys.cpu, values.cpu, Tensor::from_ints({c.batch}, lengths),
+                                            attention_options(c.width, c.heads, &rows_cpu));
+      const Tensor masked = ops::attention(query.gpu, keys.gpu, values.gpu, lengths_gpu,
+                                           attention_options(c.width, c.heads, &bad_rows));
+      CHECK(max_relative_error(values_of(masked), shorter.to_float_vector()) < tolerance(dtype));
+    }
+}
+
+TEST_CASE("cuda append_self_attention_step matches the CPU", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  const int64_t shapes[][3] = {{3, 4, 5}, {40, 512, 64}, {7, 9, 3}, {1, 1, 1}, {33, 20, 17}};  // slots, d, capacity
+  for (DataType dtype : kFloatTypes)
+    for (const auto& shape : shapes) {
+      const int64_t slots = shape[0], width = shape[1], capacity = shape[2];
+      CAPTURE(dtype_name(dtype), slots, width, capacity);
+      const Operand qkv = random_operand({slots, 3 * width}, dtype);
+      const Operand bias = random_operand({3 * width}, dtype);
+      const Operand key_cache = random_operand({slots, capacity, width}, dtype);
+      const Operand value_cache = random_operand({slots, capacity, width}, dtype);
+      const Tensor history = random_ints({slots, capacity}, -9, -1);
+      std::vector<int32_t> position_values =
+          random_ints({slots}, 0, static_cast<int32_t>(capacity - 1)).to_int_vector();
+      position_values[0] = static_cast<int32_t>(capacity - 1);
+      const Tensor positions = Tensor::from_ints({slots}, position_values);
+
+      Tensor expected_keys = key_cache.cpu.to(Device::CPU), expected_values = value_cache.cpu.to(Device::CPU);
+      Tensor expected_history = history.to(Device::CPU);
+      const Tensor expected_query = ops::append_self_attention_step(qkv.cpu, bias.cpu, positions, expected_keys,
+                                                                    expected_values, expected_history);
+      Tensor keys = key_cache.gpu.to(Device::CUDA), values = value_cache.gpu.to(Device::CUDA);
+      Tensor got_history = history.to(Device::CUDA);
+      const Tensor query = ops::append_self_attention_step(qkv.gpu, bias.gpu, positions.to(Device::CUDA), keys, values,
+                                                           got_history);
+      REQUIRE(query.shape() == Shape{slots, width});
+      CHECK(max_relative_error(values_of(query), expected_query.to_float_vector()) < tolerance(dtype));
+      CHECK(max_relative_error(values_of(keys), expected_keys.to_float_vector()) < tolerance(dtype));
+      CHECK(max_relative_error(values_of(values), expected_values.to_float_vector()) < tolerance(dtype));
+      CHECK(ints_of(got_history) == expected_history.to_int_vector());
+
+      // A slot outside the cache is skipped on the GPU (the CPU throws): its query row is still written.
+      position_values.back() = static_cast<int32_t>(capacity);
+      const Tensor bad_positions = Tensor::from_ints({slots}, position_values).to(Device::CUDA);
+      Tensor untouched_keys = key_cache.gpu.to(Device::CUDA), untouched_values = value_cache.gpu.to(Device::CUDA);
+      Tensor untouched_history = history.to(Device::CUDA);
+      const Tensor skipped_query = ops::append_self_attention_step(qkv.gpu, bias.gpu, bad_positions, untouched_keys,
+                                                                   untouched_values, untouched_history);
+      CHECK(max_relative_error(values_of(skipped_query), expected_query.to_float_vector()) < tolerance(dtype));
+      const std::vector<float> keys_after = values_of(untouched_keys), keys_before = key_cache.cpu.to_float_vector();
+      const std::vector<float> expected_after = expected_keys.to_float_vector();
+      const std::vector<int32_t> history_after = ints_of(untouched_history), history_before = history.to_int_vector();
+      const std::vector<int32_t> history_expected = expected_history.to_int_vector();
+      for (int64_t s = 0; s < slots; ++s) {
+        const bool skipped = s == slots - 1;
+        for (int64_t j = 0; j < capacity; ++j) {
+          CHECK(history_after[s * capacity + j] == (skipped ? history_before : history_expected)[s * capacity + j]);
+          const size_t row = static_cast<size_t>((s * capacity + j) * width);
+          const std::vector<float>& want = skipped ? keys_before : expected_after;
+          CHECK(max_relative_error(std::vector<float>(keys_after.begin() + row, keys_after.begin() + row + width),
+                                   std::vector<float>(want.begin() + row, want.begin() + row + width)) <
+                tolerance(dtype));
+        }
+      }
+    }
+}
+
+TEST_CASE("cuda copy and copy_prefix match the CPU for every dtype", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  const auto random_of = [](const Shape& shape, DataType dtype) {
+    return dtype == DataType::I32 ? random_ints(shape, -1000, 1000) : random_floats(shape).to(dtype);
+  };
+  const auto same_bytes = [](const Tensor& gpu, const Tensor& cpu) {
+    cuda::synchronize();
+    const Tensor back = gpu.to(Device::CPU);
+    return back.bytes() == cpu.bytes() && std::memcmp(back.raw(), cpu.raw(), cpu.bytes()) == 0;
+  };
+  // src, dst shapes: the leading axis and trailing extents agree, dst's second axis is as long or longer.
+  const Shape pairs[][2] = {{{3, 4}, {3, 7}},           {{8, 37, 64}, {8, 100, 64}}, {{5, 3, 3}, {5, 3, 3}},
+                            {{2, 1, 5}, {2, 9, 5}},     {{7, 1, 1}, {7, 2, 1}},      {{64, 33}, {64, 128}},
+                            {{4, 2, 3, 5}, {4, 6, 3, 5}}};
+  for (DataType dtype : {DataType::F32, DataType::F16, DataType::I32})
+    for (const auto& pair : pairs) {
+      CAPTURE(dtype_name(dtype), shape_string(pair[0]), shape_string(pair[1]));
+      const Tensor src = random_of(pair[0], dtype), dst = random_of(pair[1], dtype);
+      Tensor expected = dst.to(Device::CPU), got = dst.to(Device::CUDA);
+      ops::copy_prefix(src, expected);
+      ops::copy_prefix(src.to(Device::CUDA), got);
+      CHECK(same_bytes(got, expected));
+
+      Tensor copied = random_of(pair[0], dtype).to(Device::CUDA);
+      ops::copy(src.to(Device::CUDA), copied);
+      CHECK(same_bytes(copied, src));
+    }
+}
+
+TEST_CASE("cuda graph replays the step append, attention through the history and the copies", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  const int64_t slots = 6, width = 64, heads = 4, capacity = 12, longer = 20;
+  for (DataType dtype : kFloatTypes) {
+    CAPTURE(dtype_name(dtype));
+    // Slot s appends at position p_s and attends over p_s + 1 keys whose rows come from a shared history.
+    std::vector<int32_t> position_values = random_ints({slots}, 0, static_cast<int32_t>(capacity - 1)).to_int_vector();
+    position_values[0] = static_cast<int32_t>(capacity - 1);
+    position_values[1] = 0;
+    std::vector<int32_t> length_values;
+    for (int32_t position : position_values) length_values.push_back(position + 1);
+    std::vector<int32_t> history_values =
+        random_ints({slots, capacity}, 0, static_cast<int32_t>(slots - 1)).to_int_vector();
+    std::copy(history_values.begin(), history_values.begin() + capacity, history_values.begin() + 2 * capacity);
+    const Tensor initial_history = Tensor::from_ints({slots, capacity}, history_values);
+    const Operand bias = random_operand({3 * width}, dtype);
+    const Operand key_cache = random_operand({slots, capacity, width}, dtype);
+    const Operand value_cache = random_operand({slots, capacity, width}, dtype);
+
+    // Device state the graph reads and writes, allocated before the capture.
+    Tensor qkv = Tensor({slots, 3 * width}, dtype, Device::CUDA);
+    Tensor keys = key_cache.gpu.to(Device::CUDA), values = value_cache.gpu.to(Device::CUDA);
+    Tensor history = initial_history.to(Device::CUDA), history_copy = initial_history.to(Device::CUDA);
+    Tensor grown_keys = random_floats({slots, longer, width}).to(dtype).to(Device::CUDA);
+    Tensor grown_history = random_ints({slots, longer}, 0, 3).to(Device::CUDA);
+    Tensor positions_gpu({slots}, DataType::I32, Device::CUDA), lengths_gpu({slots}, DataType::I32, Device::CUDA);
+    const ops::AttentionOptions options = attention_options(width, heads, &history);
+    Tensor context;
+    ops::DeviceGraph graph(Device::CUDA);
+    graph.capture([&] {
+      const Tensor query = ops::append_self_attention_step(qkv, bias.gpu, positions_gpu, keys, values, history);
+      context = ops::attention(query.reshape({slots, 1, width}), keys, values, lengths_gpu, options);
+      ops::copy_prefix(keys, grown_keys);
+      ops::copy_prefix(history, grown_history);
+      ops::copy(history, history_copy);
+    });
+
+    // Two replays on fresh inputs, the second one position further (the last slot stays at the end).
+    Tensor cpu_keys = key_cache.cpu.to(Device::CPU), cpu_values = value_cache.cpu.to(Device::CPU);
+    Tensor cpu_history = initial_history.to(Device::CPU);
+    for (int replay = 0; replay < 2; ++replay) {
+      CAPTURE(replay);
+      if (replay > 0)
+        for (size_t s = 0; s < position_values.size(); ++s) {
+          position_values[s] = std::min(position_values[s] + 1, static_cast<int32_t>(capacity - 1));
+          length_values[s] = position_values[s] + 1;
+        }
+      const Tensor positions = Tensor::from_ints({slots}, position_values);
+      const Tensor lengths = Tensor::from_ints({slots}, length_values);
+      positions_gpu.copy_from(positions);
+      lengths_gpu.copy_from(lengths);
+      const Operand input = random_operand({slots, 3 * width}, dtype);
+      qkv.copy_from(input.gpu);
+      graph.replay();
+      const Tensor query = ops::append_self_attention_step(input.cpu, bias.cpu, positions, cpu_keys, cpu_values,
+                                                           cpu_history);
+      const ops::AttentionOptions cpu_options = attention_options(width, heads, &cpu_history);
+      const Tensor expected =
+          ops::attention(query.reshape({slots, 1, width}), cpu_keys, cpu_values, lengths, cpu_options);
+      CHECK(max_relative_error(values_of(context), expected.to_float_vector()) < tolerance(dtype));
+      CHECK(max_relative_error(values_of(keys), cpu_keys.to_float_vector()) < tolerance(dtype));
+      CHECK(ints_of(history) == cpu_history.to_int_vector());
+      CHECK(ints_of(history_copy) == cpu_history.to_int_vector());
+      const std::vector<float> grown = values_of(grown_keys), cache = cpu_keys.to_float_vector();
+      const std::vector<int32_t> grown_rows = ints_of(grown_history), rows = cpu_history.to_int_vector();
+      double worst = 0.0;
+      for (int64_t s = 0; s < slots; ++s)
+        for (int64_t j = 0; j < capacity; ++j) {
+          CHECK(grown_rows[s * longer + j] == rows[s * capacity + j]);
+          for (int64_t c = 0; c < width; ++c)
+            worst = std::max(worst, std::abs(static_cast<double>(grown[(s * longer + j) * width + c]) -
+                                             cache[(s * capacity + j) * width + c]));
+        }
+      CHECK(worst < tolerance(dtype));
+    }
   }
 }
 

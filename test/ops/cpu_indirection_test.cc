@@ -1,0 +1,213 @@
+// The ops that let decoder state move by index instead of by copy, on the CPU: attention through
+// key_rows, the fused self-attention step append, and the device copies (copy, copy_prefix).
+#include <cstring>
+#include <vector>
+
+#include "catch.h"
+#include "cpu/cpu_ops.h"
+#include "ops/ops.h"
+#include "support/random_tensor.h"
+
+using namespace seqtrans;
+using seqtrans::testing::max_relative_error;
+using seqtrans::testing::random_floats;
+using seqtrans::testing::random_ints;
+
+namespace {
+
+constexpr double kTolerance = 1e-6;
+
+ops::AttentionOptions attention_options(int heads, float scale, const Tensor* key_rows = nullptr) {
+  ops::AttentionOptions options;
+  options.num_heads = heads;
+  options.scale = scale;
+  options.key_rows = key_rows;
+  return options;
+}
+
+// keys [rows, capacity, width] -> [b, capacity, width] with key j of row b taken from (rows[b][j], j);
+// keys at or past lengths[b] are zero.
+Tensor assemble_keys(const Tensor& keys, const std::vector<std::vector<int32_t>>& rows,
+                     const std::vector<int32_t>& lengths) {
+  const int64_t batch = static_cast<int64_t>(rows.size()), capacity = keys.dim(1), width = keys.dim(2);
+  std::vector<float> values(static_cast<size_t>(batch * capacity * width), 0.0f);
+  const std::vector<float> source = keys.to_float_vector();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = 0; j < lengths[b]; ++j)
+      for (int64_t c = 0; c < width; ++c)
+        values[(b * capacity + j) * width + c] = source[(rows[b][j] * capacity + j) * width + c];
+  return Tensor::from_floats({batch, capacity, width}, values);
+}
+
+}  // namespace
+
+TEST_CASE("attention with key_rows [b] equals attention on gathered keys and values", "[ops]") {
+  const int64_t batch = 5, key_batch = 3, capacity = 7, width = 12;
+  for (int64_t query_len : {1, 4}) {
+    CAPTURE(query_len);
+    const Tensor query = random_floats({batch, query_len, width});
+    const Tensor keys = random_floats({key_batch, capacity, width});
+    const Tensor values = random_floats({key_batch, capacity, width});
+    const Tensor rows = Tensor::from_ints({batch}, {2, 0, 2, 1, 0});
+    const Tensor lengths = Tensor::from_ints({batch}, {7, 1, 4, 0, 7});
+    const ops::AttentionOptions plain = attention_options(3, 0.5f);
+    const ops::AttentionOptions indirect = attention_options(3, 0.5f, &rows);
+    const Tensor got = ops::attention(query, keys, values, lengths, indirect);
+    const Tensor expected =
+        ops::attention(query, ops::gather_rows(keys, rows), ops::gather_rows(values, rows), lengths, plain);
+    REQUIRE(got.shape() == Shape{batch, query_len, width});
+    CHECK(max_relative_error(got.to_float_vector(), expected.to_float_vector()) < kTolerance);
+    // Row 3 has no keys: zeros, like any empty row.
+    const auto out = got.to_float_vector();
+    for (int64_t i = 3 * query_len * width; i < 4 * query_len * width; ++i) CHECK(out[i] == 0.0f);
+  }
+}
+
+TEST_CASE("attention with key_rows [b, tk] equals attention on keys assembled per key", "[ops]") {
+  const int64_t batch = 4, key_batch = 3, capacity = 5, width = 8;
+  const Tensor query = random_floats({batch, 1, width});
+  const Tensor keys = random_floats({key_batch, capacity, width});
+  const Tensor values = random_floats({key_batch, capacity, width});
+  const std::vector<int32_t> lengths = {5, 1, 3, 5};
+  // Rows 0 and 3 share a history (beams of one sentence); entries past a length are garbage, never read.
+  std::vector<std::vector<int32_t>> rows = {{0, 2, 1, 1, 2}, {1, -7, 99, 0, 0}, {2, 0, 2, 1000, -1}, {0, 2, 1, 1, 2}};
+  std::vector<int32_t> flat;
+  for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+  const Tensor key_rows = Tensor::from_ints({batch, capacity}, flat);
+  const Tensor length_tensor = Tensor::from_ints({batch}, lengths);
+  const Tensor got = ops::attention(query, keys, values, length_tensor, attention_options(2, 0.7f, &key_rows));
+  const Tensor assembled_keys = assemble_keys(keys, rows, lengths);
+  const Tensor assembled_values = assemble_keys(values, rows, lengths);
+  const Tensor expected =
+      ops::attention(query, assembled_keys, assembled_values, length_tensor, attention_options(2, 0.7f));
+  CHECK(max_relative_error(got.to_float_vector(), expected.to_float_vector()) < kTolerance);
+}
+
+TEST_CASE("attention rejects bad key_rows", "[ops]") {
+  const Tensor query = random_floats({2, 1, 4}), keys = random_floats({3, 5, 4}), values = random_floats({3, 5, 4});
+  const Tensor lengths = Tensor::from_ints({2}, {5, 2});
+  const auto run = [&](const Tensor& query_in, const Tensor& rows) {
+    return ops::attention(query_in, keys, values, lengths, attention_options(1, 1.0f, &rows));
+  };
+  CHECK_NOTHROW(run(query, Tensor::from_ints({2}, {2, 0})));
+  CHECK_THROWS_AS(run(query, random_floats({2})), Error);                       // not int32
+  CHECK_THROWS_AS(run(query, Tensor::from_ints({3}, {0, 1, 2})), Error);        // not one per query row
+  CHECK_THROWS_AS(run(query, Tensor::from_ints({2, 4}, std::vector<int32_t>(8, 0))), Error);  // tk != 5
+  CHECK_THROWS_AS(run(query, Tensor::from_ints({2, 5, 1}, std::vector<int32_t>(10, 0))), Error);  // rank 3
+  CHECK_THROWS_AS(run(random_floats({2, 2, 4}), Tensor::from_ints({2, 5}, std::vector<int32_t>(10, 0))),
+                  Error);                                                        // per key needs tq = 1
+  CHECK_THROWS_AS(run(query, Tensor::from_ints({2}, {3, 0})), Error);           // outside keys' 3 rows
+  CHECK_THROWS_AS(run(query, Tensor::from_ints({2}, {0, -1})), Error);
+  CHECK_THROWS_AS(run(query, Tensor::from_ints({2, 5}, {0, 0, 0, 0, 0, 0, 3, 0, 0, 0})), Error);  // row 1, key 1
+  // Past row 1's length 2 anything goes.
+  CHECK_NOTHROW(run(query, Tensor::from_ints({2, 5}, {0, 0, 0, 0, 0, 0, 2, -5, 77, 3})));
+  // Without key_rows the batch extents must still agree.
+  CHECK_THROWS_AS(ops::attention(query, keys, values, lengths, attention_options(1, 1.0f)), Error);
+}
+
+TEST_CASE("append_self_attention_step equals add_bias_split and two kv_cache_writes, and records the slot",
+          "[ops]") {
+  const int64_t slots = 3, width = 4, capacity = 5;
+  const Tensor qkv = random_floats({slots, 3 * width}), bias = random_floats({3 * width});
+  const Tensor key_cache = random_floats({slots, capacity, width});
+  const Tensor value_cache = random_floats({slots, capacity, width});
+  const std::vector<int32_t> position_values = {2, 0, 4};
+  const Tensor positions = Tensor::from_ints({slots}, position_values);
+  Tensor keys = key_cache.to(Device::CPU), values = value_cache.to(Device::CPU);
+  Tensor history = Tensor::from_ints({slots, capacity}, std::vector<int32_t>(slots * capacity, -5));
+  const Tensor query = ops::append_self_attention_step(qkv, bias, positions, keys, values, history);
+
+  const std::vector<Tensor> parts = ops::add_bias_split(qkv, bias, 3);
+  Tensor expected_keys = key_cache.to(Device::CPU), expected_values = value_cache.to(Device::CPU);
+  ops::kv_cache_write(expected_keys, parts[1], positions);
+  ops::kv_cache_write(expected_values, parts[2], positions);
+  REQUIRE(query.shape() == Shape{slots, width});
+  CHECK(query.to_float_vector() == parts[0].to_float_vector());
+  CHECK(keys.to_float_vector() == expected_keys.to_float_vector());
+  CHECK(values.to_float_vector() == expected_values.to_float_vector());
+  CHECK(keys.to_float_vector() != key_cache.to_float_vector());
+  const std::vector<int32_t> rows = history.to_int_vector();
+  for (int64_t s = 0; s < slots; ++s)
+    for (int64_t j = 0; j < capacity; ++j) CHECK(rows[s * capacity + j] == (j == position_values[s] ? s : -5));
+
+  // A position outside the cache throws and writes nothing.
+  const auto keys_before = keys.to_float_vector();
+  const auto history_before = history.to_int_vector();
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, bias, Tensor::from_ints({slots}, {1, 5, 0}), keys, values,
+                                                  history),
+                  Error);
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, bias, Tensor::from_ints({slots}, {-1, 0, 0}), keys, values,
+                                                  history),
+                  Error);
+  CHECK(keys.to_float_vector() == keys_before);
+  CHECK(history.to_int_vector() == history_before);
+
+  // Shapes and dtypes.
+  Tensor short_history = Tensor::from_ints({slots, capacity - 1}, std::vector<int32_t>(slots * (capacity - 1), 0));
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, bias, positions, keys, values, short_history), Error);
+  Tensor float_history = random_floats({slots, capacity});
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, bias, positions, keys, values, float_history), Error);
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, random_floats({2 * width}), positions, keys, values, history),
+                  Error);
+  CHECK_THROWS_AS(ops::append_self_attention_step(random_floats({slots, 3 * width + 1}), random_floats({3 * width + 1}),
+                                                  positions, keys, values, history),
+                  Error);
+  Tensor narrow_values = random_floats({slots, capacity, width - 1});
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, bias, positions, keys, narrow_values, history), Error);
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, bias, Tensor::from_ints({2}, {0, 0}), keys, values, history),
+                  Error);
+}
+
+TEST_CASE("copy copies every byte and checks shape and dtype", "[ops]") {
+  const Tensor src = random_floats({3, 4, 5});
+  Tensor dst = random_floats({3, 4, 5});
+  ops::copy(src, dst);
+  CHECK(dst.to_float_vector() == src.to_float_vector());
+  const Tensor ints = random_ints({2, 7}, -100, 100);
+  Tensor int_dst = Tensor::from_ints({2, 7}, std::vector<int32_t>(14, 0));
+  ops::copy(ints, int_dst);
+  CHECK(int_dst.to_int_vector() == ints.to_int_vector());
+  Tensor reshaped = random_floats({4, 3, 5});
+  CHECK_THROWS_AS(ops::copy(src, reshaped), Error);
+  Tensor int_same_shape = random_ints({3, 4, 5}, 0, 1);
+  CHECK_THROWS_AS(ops::copy(src, int_same_shape), Error);
+}
+
+TEST_CASE("copy_prefix copies each row's leading entries and leaves the rest of dst", "[ops]") {
+  // Rank 2: a history table [n, m] moved to a longer capacity.
+  const Tensor table = random_ints({3, 4}, 0, 9);
+  Tensor longer = Tensor::from_ints({3, 7}, std::vector<int32_t>(21, -1));
+  ops::copy_prefix(table, longer);
+  const auto tv = table.to_int_vector(), lv = longer.to_int_vector();
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 7; ++j) CHECK(lv[i * 7 + j] == (j < 4 ? tv[i * 4 + j] : -1));
+
+  // Rank 3: a cache [n, m, d].
+  const Tensor cache = random_floats({2, 3, 4});
+  const Tensor before = random_floats({2, 5, 4});
+  Tensor grown = before.to(Device::CPU);
+  ops::copy_prefix(cache, grown);
+  const auto cv = cache.to_float_vector(), gv = grown.to_float_vector(), bv = before.to_float_vector();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int c = 0; c < 4; ++c)
+        CHECK(gv[(i * 5 + j) * 4 + c] == (j < 3 ? cv[(i * 3 + j) * 4 + c] : bv[(i * 5 + j) * 4 + c]));
+
+  // Equal extents are a plain copy.
+  Tensor same = random_floats({2, 3, 4});
+  ops::copy_prefix(cache, same);
+  CHECK(same.to_float_vector() == cv);
+
+  Tensor shorter = random_floats({2, 2, 4});
+  CHECK_THROWS_AS(ops::copy_prefix(cache, shorter), Error);
+  Tensor wider = random_floats({2, 5, 5});
+  CHECK_THROWS_AS(ops::copy_prefix(cache, wider), Error);
+  Tensor more_rows = random_floats({3, 5, 4});
+  CHECK_THROWS_AS(ops::copy_prefix(cache, more_rows), Error);
+  Tensor int_grown = random_ints({2, 5, 4}, 0, 1);
+  CHECK_THROWS_AS(ops::copy_prefix(cache, int_grown), Error);
+  Tensor flat = random_floats({8});
+  CHECK_THROWS_AS(ops::copy_prefix(random_floats({4}), flat), Error);
+  Tensor rank2 = random_floats({2, 20});
+  CHECK_THROWS_AS(ops::copy_prefix(cache, rank2), Error);
+}
