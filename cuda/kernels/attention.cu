@@ -1,16 +1,24 @@
 // attention: fused scores, masked softmax and weighted sum over variable-length padded batches.
-// Two kernels, one launch per call:
-// - decode (few queries, e.g. the decoder step, tq = 1): one block per (query, head, batch row); groups
-//   of lanes compute one key's score with 16-byte loads, the block normalizes the scores in shared
-//   memory, then (key partition, column) threads accumulate values and reduce across partitions;
+// Three kernels, one launch per call:
+// - warp decode (few queries, e.g. the decoder step, tq = 1, with 16-byte loads): one warp per (query, head,
+//   batch row), four per block, no block barrier. Groups of lanes each hold one key (a lane a 16-byte slice of
+//   its head row), so a pass over the warp reads 32 / group keys with coalesced loads; the lane keeps its
+//   slice of the query in registers. Chunks of keys: scores (reduced within the group), an online softmax
+//   (running max and sum, warp-uniform rescaling) and the weighted sum of the chunk's values, loaded together
+//   with its keys, into per-lane partial sums of the lane's slice; the groups' partials are added once at the
+//   end. With few (query, head) units the chunks of a unit are spread over up to 4 warps of its block,
+//   merged through shared memory.
+// - decode (the fallback for few queries: scalar loads, head size past 512 fp16 / 256 fp32): one block per
+//   (query, head, batch row); groups of lanes compute one key's score, the block normalizes the scores in
+//   shared memory, then (key partition, column) threads accumulate values and reduce across partitions;
 // - tiled (many queries, the encoder): one block per 16 queries of a (head, batch row); 32-key tiles of
 //   keys and values staged in shared memory (fp32, odd row stride), one key per lane, 4 queries per warp,
 //   online softmax per query (flash style).
 // Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
-// key_rows (AttentionOptions): rank 1 moves a query row's keys to batch row key_rows[b], read once per block
-// (both kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key into shared
-// memory (decode kernel only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the
-// key (rank 2) or all of the row's keys (rank 1): a kernel cannot throw.
+// key_rows (AttentionOptions): rank 1 moves a query row's keys to batch row key_rows[b], read once per unit
+// (all kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key (decode kernels
+// only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the key (rank 2) or all
+// of the row's keys (rank 1): a kernel cannot throw.
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 
@@ -26,6 +34,10 @@ constexpr int kTileKeys = 32;
 // once per query.
 constexpr int64_t kTiledMinQueries = 8;
 constexpr int kTiledMaxHeadDim = 256;
+constexpr int kWarpDecodeThreads = 128;
+constexpr int kWarpDecodeWarps = kWarpDecodeThreads / 32;
+// 16-byte key loads per lane in one chunk (as many value loads): the loads in flight together per lane.
+constexpr int kWarpDecodeLoads = 4;
 
 struct AttentionArguments {
   int query_len;
@@ -136,6 +148,208 @@ __global__ void __launch_bounds__(kDecodeThreads)
     float sum = 0.0f;
     for (int p = 0; p < partitions; ++p) sum += partial[p * args.head_dim + c];
     out[query_offset + c] = from_float<T>(sum * inverse_total);
+  }
+}
+
+// The N elements of a 16-byte vector as floats (fp16: pairwise conversions).
+template <int N>
+__device__ __forceinline__ void vector_to_floats(const Vector<float, N>& x, float (&out)[N]) {
+#pragma unroll
+  for (int e = 0; e < N; ++e) out[e] = x.value[e];
+}
+template <int N>
+__device__ __forceinline__ void vector_to_floats(const Vector<__half, N>& x, float (&out)[N]) {
+#pragma unroll
+  for (int e = 0; e < N; e += 2) {
+    const float2 pair = __half22float2(*reinterpret_cast<const __half2*>(&x.value[e]));
+    out[e] = pair.x;
+    out[e + 1] = pair.y;
+  }
+}
+
+// One warp per unit (query t, head, batch row b), units in (b, t, head) order; warps_per_unit (1, 2 or 4)
+// warps of a block share a unit, taking its chunks of keys in turn. kGroup lanes hold one key, each lane
+// kSlices 16-byte slices of the head row (slice + s * kGroup): head_dim <= kGroup * kSlices * N.
+// kPerKey: key_rows is [b, key_capacity]; otherwise [b] or null.
+template <typename T, int kGroup, int kSlices, bool kPerKey>
+__global__ void __launch_bounds__(kWarpDecodeThreads)
+    attention_warp_decode_kernel(const T* __restrict__ query, const T* __restrict__ keys,
+                                 const T* __restrict__ values, const int32_t* __restrict__ key_lengths,
+                                 const int32_t* __restrict__ key_rows, T* __restrict__ out, AttentionArguments args,
+                                 int heads, int units, int warps_per_unit) {
+  constexpr int N = kVectorWidth<T>;
+  using V = Vector<T, N>;
+  constexpr int kKeysPerPass = 32 / kGroup;
+  constexpr int kPasses = kWarpDecodeLoads / kSlices;
+  constexpr int kChunk = kKeysPerPass * kPasses;
+  constexpr int kMaxHeadDim = kGroup * kSlices * N;
+  // Used only with warps_per_unit > 1: each warp's partial result.
+  __shared__ float merge_sums[kWarpDecodeWarps][kMaxHeadDim];
+  __shared__ float merge_max[kWarpDecodeWarps], merge_total[kWarpDecodeWarps];
+
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int slice = lane % kGroup, group = lane / kGroup;  // group: which key of a pass
+  const int unit = static_cast<int>(blockIdx.x) * (kWarpDecodeWarps / warps_per_unit) + warp / warps_per_unit;
+  const int part = warp % warps_per_unit;
+  const bool active = unit < units;  // uniform over the unit's warps
+  const int vectors = args.head_dim / N;
+
+  float sums[kSlices][N];
+#pragma unroll
+  for (int s = 0; s < kSlices; ++s)
+#pragma unroll
+    for (int e = 0; e < N; ++e) sums[s][e] = 0.0f;
+  float running_max = -INFINITY, running_total = 0.0f;  // total: this lane's group's keys only, until the end
+  int64_t query_offset = 0;
+
+  if (active) {
+    const int head = unit % heads, row = unit / heads, b = row / args.query_len;
+    int key_len = min(max(key_lengths[b], 0), args.key_capacity);
+    int key_row = b;
+    if (!kPerKey && key_rows != nullptr) {
+      key_row = key_rows[b];
+      if (key_row < 0 || key_row >= args.key_batch) key_len = 0;  // no key to read: a zero row
+    }
+    const int64_t head_offset = static_cast<int64_t>(head) * args.head_dim;
+    query_offset = static_cast<int64_t>(row) * args.width + head_offset;
+    float q[kSlices][N];
+#pragma unroll
+    for (int s = 0; s < kSlices; ++s) {
+      const int column = slice + s * kGroup;
+      V x{};
+      if (column < vectors) x = reinterpret_cast<const V*>(query + query_offset)[column];
+      vector_to_floats(x, q[s]);
+    }
+    // Key j's head row starts at head_base + j * width, or (kPerKey) head_offset + index * width with index
+    // = key_rows[b, j] * key_capacity + j.
+    const int64_t head_base =
+        kPerKey ? head_offset : static_cast<int64_t>(key_row) * args.key_capacity * args.width + head_offset;
+    const int32_t* key_rows_of_b = kPerKey ? key_rows + static_cast<int64_t>(b) * args.key_capacity : nullptr;
+
+    for (int first = part * kChunk; first < key_len; first += warps_per_unit * kChunk) {
+      bool valid[kPasses];
+      V key[kPasses][kSlices], value[kPasses][kSlices];
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) {
+        const int j = first + p * kKeysPerPass + group;
+        valid[p] = j < key_len;
+        int index = j;
+        if constexpr (kPerKey) {
+          if (valid[p]) {
+            const int batch_row = key_rows_of_b[j];  // one word per group: a broadcast
+            valid[p] = batch_row >= 0 && batch_row < args.key_batch;
+            index = batch_row * args.key_capacity + j;  // the host checked it fits an int
+          }
+        }
+        const int64_t offset = head_base + static_cast<int64_t>(index) * args.width;
+#pragma unroll
+        for (int s = 0; s < kSlices; ++s) {
+          const int column = slice + s * kGroup;
+          key[p][s] = V{};
+          value[p][s] = V{};
+          if (valid[p] && column < vectors) {  // masked keys may not exist: never read
+            key[p][s] = reinterpret_cast<const V*>(keys + offset)[column];
+            value[p][s] = reinterpret_cast<const V*>(values + offset)[column];
+          }
+        }
+      }
+      float score[kPasses];
+      float chunk_max = -INFINITY;
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int s = 0; s < kSlices; ++s) {
+          float k[N];
+          vector_to_floats(key[p][s], k);
+#pragma unroll
+          for (int e = 0; e < N; ++e) dot += q[s][e] * k[e];
+        }
+#pragma unroll
+        for (int offset = kGroup / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullMask, dot, offset);
+        score[p] = valid[p] ? dot * args.scale : -INFINITY;
+        chunk_max = fmaxf(chunk_max, score[p]);
+      }
+#pragma unroll
+      for (int offset = kGroup; offset < 32; offset *= 2)
+        chunk_max = fmaxf(chunk_max, __shfl_xor_sync(kFullMask, chunk_max, offset));
+      const float new_max = fmaxf(running_max, chunk_max);
+      // No valid key yet (every key so far masked): weights exp(-inf) = 0 rather than NaN.
+      const float shift = new_max == -INFINITY ? 0.0f : new_max;
+      const float rescale = expf(running_max - shift);
+      running_max = new_max;
+      running_total *= rescale;
+#pragma unroll
+      for (int s = 0; s < kSlices; ++s)
+#pragma unroll
+        for (int e = 0; e < N; ++e) sums[s][e] *= rescale;
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) {
+        const float weight = expf(score[p] - shift);  // 0 for masked keys (their values are zeros)
+        running_total += weight;
+#pragma unroll
+        for (int s = 0; s < kSlices; ++s) {
+          float v[N];
+          vector_to_floats(value[p][s], v);
+#pragma unroll
+          for (int e = 0; e < N; ++e) sums[s][e] += weight * v[e];
+        }
+      }
+    }
+    // Add the groups' partials: every lane of a slice then holds the warp's totals.
+#pragma unroll
+    for (int offset = kGroup; offset < 32; offset *= 2) {
+      running_total += __shfl_xor_sync(kFullMask, running_total, offset);
+#pragma unroll
+      for (int s = 0; s < kSlices; ++s)
+#pragma unroll
+        for (int e = 0; e < N; ++e) sums[s][e] += __shfl_xor_sync(kFullMask, sums[s][e], offset);
+    }
+  }
+
+  if (warps_per_unit > 1) {  // uniform over the block
+    if (active && group == 0) {
+#pragma unroll
+      for (int s = 0; s < kSlices; ++s)
+#pragma unroll
+        for (int e = 0; e < N; ++e) merge_sums[warp][(slice + s * kGroup) * N + e] = sums[s][e];
+      if (lane == 0) {
+        merge_max[warp] = running_max;
+        merge_total[warp] = running_total;
+      }
+    }
+    __syncthreads();
+    if (!active || part != 0) return;
+    const int first_warp = warp;  // part 0 is the unit's first warp
+    float unit_max = -INFINITY;
+    for (int w = 0; w < warps_per_unit; ++w) unit_max = fmaxf(unit_max, merge_max[first_warp + w]);
+    const float shift = unit_max == -INFINITY ? 0.0f : unit_max;
+    running_total = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kSlices; ++s)
+#pragma unroll
+      for (int e = 0; e < N; ++e) sums[s][e] = 0.0f;
+    for (int w = 0; w < warps_per_unit; ++w) {
+      const float factor = expf(merge_max[first_warp + w] - shift);  // 0 for a warp without valid keys
+      running_total += factor * merge_total[first_warp + w];
+#pragma unroll
+      for (int s = 0; s < kSlices; ++s) {
+        const int column = slice + s * kGroup;
+#pragma unroll
+        for (int e = 0; e < N; ++e) sums[s][e] += factor * merge_sums[first_warp + w][column * N + e];
+      }
+    }
+  }
+  if (!active || group != 0) return;
+  const float inverse_total = running_total > 0.0f ? 1.0f / running_total : 0.0f;
+#pragma unroll
+  for (int s = 0; s < kSlices; ++s) {
+    const int column = slice + s * kGroup;
+    if (column >= vectors) continue;
+    V result;
+#pragma unroll
+    for (int e = 0; e < N; ++e) result.value[e] = from_float<T>(sums[s][e] * inverse_total);
+    reinterpret_cast<V*>(out + query_offset)[column] = result;
   }
 }
 
@@ -328,6 +542,41 @@ void launch_decode(const AttentionOperands& x, const AttentionArguments& args, c
   launch_decode<T, N, false>(x, args, stream);
 }
 
+template <typename T, int kGroup, int kSlices, bool kPerKey>
+void launch_warp_decode_with(const AttentionOperands& x, const AttentionArguments& args, int heads, int units,
+                             cudaStream_t stream) {
+  constexpr int kChunk = (32 / kGroup) * (kWarpDecodeLoads / kSlices);
+  // Few units leave most of the GPU idle: then up to 4 warps share a unit whose keys may span several
+  // chunks, reading them in parallel (the capacity bounds the keys; the lengths are on the device).
+  const int64_t warps_wanted = int64_t{8} * context().properties.multiProcessorCount;
+  int warps_per_unit = 1;
+  while (warps_per_unit < kWarpDecodeWarps && int64_t{2} * warps_per_unit * units <= warps_wanted &&
+         args.key_capacity > warps_per_unit * kChunk)
+    warps_per_unit *= 2;
+  const int units_per_block = kWarpDecodeWarps / warps_per_unit;
+  const unsigned blocks = static_cast<unsigned>((int64_t{units} + units_per_block - 1) / units_per_block);
+  attention_warp_decode_kernel<T, kGroup, kSlices, kPerKey><<<blocks, kWarpDecodeThreads, 0, stream>>>(
+      x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(), key_rows_data(x),
+      x.out.data<T>(), args, heads, units, warps_per_unit);
+  CUDA_CHECK_LAUNCH();
+}
+
+// The warp decode kernel for this head size, if it has one (16-byte loads were checked by the caller).
+template <typename T, bool kPerKey>
+bool launch_warp_decode(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
+  const int64_t heads = x.query.dim(2) / args.head_dim;
+  const int64_t units = x.query.dim(0) * args.query_len * heads;
+  if (units > INT32_MAX) return false;
+  const int h = static_cast<int>(heads), u = static_cast<int>(units);
+  const int vectors = args.head_dim / kVectorWidth<T>;  // 16-byte slices of a head row
+  if (vectors <= 4) return launch_warp_decode_with<T, 4, 1, kPerKey>(x, args, h, u, stream), true;
+  if (vectors <= 8) return launch_warp_decode_with<T, 8, 1, kPerKey>(x, args, h, u, stream), true;
+  if (vectors <= 16) return launch_warp_decode_with<T, 16, 1, kPerKey>(x, args, h, u, stream), true;
+  if (vectors <= 32) return launch_warp_decode_with<T, 32, 1, kPerKey>(x, args, h, u, stream), true;
+  if (vectors <= 64) return launch_warp_decode_with<T, 32, 2, kPerKey>(x, args, h, u, stream), true;
+  return false;
+}
+
 template <typename T, int kChannels, int N>
 void launch_tiled_with(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
   const size_t shared_bytes =
@@ -364,6 +613,11 @@ void launch_attention(const AttentionOperands& x, const AttentionArguments& args
   // 16-byte loads need every head row to start on a 16-byte boundary.
   const bool vectorized = args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(x.query.raw(), 16) &&
                           is_aligned(x.keys.raw(), 16) && is_aligned(x.values.raw(), 16);
+  if (vectorized && is_aligned(x.out.raw(), 16)) {
+    const bool launched = per_key_rows(x) ? launch_warp_decode<T, true>(x, args, stream)
+                                          : launch_warp_decode<T, false>(x, args, stream);
+    if (launched) return;
+  }
   if (vectorized) return launch_decode<T, kWidth>(x, args, stream);
   launch_decode<T, 1>(x, args, stream);
 }

@@ -20,7 +20,20 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   problem.n = c.dim(1);
   problem.transpose_b = options.transpose_b ? TransposeB::Yes : TransposeB::No;
   problem.alpha = options.alpha;
+  if (options.bias == nullptr) {
+    gemm_row_major(problem, stream);
+    return;
+  }
+  const bool relu = options.activation == Activation::Relu;
+  const bool fusable = !options.activation || relu;
+  if (fusable && gemm_row_major_with_bias(problem, options.bias->raw(), relu ? GemmEpilogue::ReluBias : GemmEpilogue::Bias,
+                                          stream))
+    return;
   gemm_row_major(problem, stream);
+  if (options.activation)
+    bias_activation(c, *options.bias, *options.activation, stream);
+  else
+    add_bias(c, *options.bias, stream);
 }
 
 }  // namespace seqtrans::cuda

@@ -31,8 +31,9 @@ class Runtime {
                                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     CUBLAS_CHECK(cublasLtCreate(&context_.blas_lt));
     arena_ = std::make_unique<CachingArena>(options.device_index, options.memory);
-    blas_workspace_ = arena_->allocate(kBlasWorkspaceBytes);
-    CUBLAS_CHECK(cublasSetWorkspace(context_.blas, blas_workspace_, kBlasWorkspaceBytes));
+    context_.blas_workspace = arena_->allocate(kBlasWorkspaceBytes);
+    context_.blas_workspace_bytes = kBlasWorkspaceBytes;
+    CUBLAS_CHECK(cublasSetWorkspace(context_.blas, context_.blas_workspace, kBlasWorkspaceBytes));
     set_allocator(Device::CUDA, arena_.get());
   }
 
@@ -55,7 +56,6 @@ class Runtime {
  private:
   DeviceContext context_;
   std::unique_ptr<CachingArena> arena_;
-  void* blas_workspace_ = nullptr;
 };
 
 std::mutex runtime_mutex;

@@ -20,6 +20,8 @@ struct DeviceContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t blas_lt = nullptr;
+  void* blas_workspace = nullptr;  // shared by cuBLAS and cuBLASLt: both run on the one stream
+  size_t blas_workspace_bytes = 0;
   cudaDeviceProp properties{};
 };
 

@@ -1,6 +1,9 @@
 #include "cuda/runtime/gemm.h"
 
 #include <climits>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "cuda/runtime/check.h"
 #include "cuda/runtime/context.h"
@@ -33,6 +36,79 @@ void gemm_row_major(const GemmProblem& p, cudaStream_t stream) {
   const cudaDataType_t output_type = p.output_dtype == DataType::F16 ? CUDA_R_16F : CUDA_R_32F;
   CUBLAS_CHECK(cublasGemmEx(handle, op_b, CUBLAS_OP_N, n, m, k, &p.alpha, p.b, type, ld_b, p.a, type, k, &beta, p.c,
                             output_type, n, compute, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace seqtrans::cuda
+
+namespace seqtrans::cuda {
+namespace {
+
+// cuBLASLt descriptors and the chosen algorithm of one GEMM shape: made once, reused by every call
+// (only the bias pointer changes between calls).
+struct LtPlan {
+  cublasLtMatmulDesc_t operation = nullptr;
+  cublasLtMatrixLayout_t weight = nullptr, input = nullptr, output = nullptr;
+  cublasLtMatmulAlgo_t algorithm{};
+  bool usable = false;
+};
+
+using LtKey = std::tuple<int64_t, int64_t, int64_t, bool, int>;
+
+LtPlan make_plan(const GemmProblem& p, GemmEpilogue epilogue) {
+  LtPlan plan;
+  const bool transpose_b = p.transpose_b == TransposeB::Yes;
+  // Column-major view, as in gemm_row_major: c^T[n, m] = b'[n, k] x a'[k, m]; the bias runs along n.
+  const cublasOperation_t op_weight = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_input = CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_weight,
+                                              sizeof(op_weight)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_input,
+                                              sizeof(op_input)));
+  const cublasLtEpilogue_t kind = epilogue == GemmEpilogue::ReluBias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof(kind)));
+  const uint64_t m = static_cast<uint64_t>(p.m), n = static_cast<uint64_t>(p.n), k = static_cast<uint64_t>(p.k);
+  if (transpose_b)
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.weight, CUDA_R_16F, k, n, static_cast<int64_t>(k)));
+  else
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.weight, CUDA_R_16F, n, k, static_cast<int64_t>(n)));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.input, CUDA_R_16F, k, m, static_cast<int64_t>(k)));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.output, CUDA_R_16F, n, m, static_cast<int64_t>(n)));
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const size_t workspace = context().blas_workspace_bytes;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                    sizeof(workspace)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(context().blas_lt, plan.operation, plan.weight, plan.input, plan.output,
+                                     plan.output, preference, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  plan.usable = status == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (plan.usable) plan.algorithm = result.algo;
+  return plan;
+}
+
+}  // namespace
+
+bool gemm_row_major_with_bias(const GemmProblem& p, const void* bias, GemmEpilogue epilogue, cudaStream_t stream) {
+  if (p.dtype != DataType::F16 || p.output_dtype != DataType::F16 || p.m == 0 || p.n == 0 || p.k == 0) return false;
+  // One process-wide cache; plans live until exit (a few dozen shapes per model).
+  static std::mutex mutex;
+  static std::map<LtKey, LtPlan> plans;
+  std::lock_guard<std::mutex> lock(mutex);
+  const LtKey key{p.m, p.n, p.k, p.transpose_b == TransposeB::Yes, static_cast<int>(epilogue)};
+  auto found = plans.find(key);
+  if (found == plans.end()) found = plans.emplace(key, make_plan(p, epilogue)).first;
+  LtPlan& plan = found->second;
+  if (!plan.usable) return false;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  const float beta = 0.0f;
+  CUBLAS_CHECK(cublasLtMatmul(context().blas_lt, plan.operation, &p.alpha, p.b, plan.weight, p.a, plan.input, &beta,
+                              p.c, plan.output, p.c, plan.output, &plan.algorithm, context().blas_workspace,
+                              context().blas_workspace_bytes, stream));
+  return true;
 }
 
 }  // namespace seqtrans::cuda

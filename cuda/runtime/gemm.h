@@ -28,4 +28,10 @@ struct GemmProblem {
 
 void gemm_row_major(const GemmProblem& problem, cudaStream_t stream);
 
+// c = epilogue(alpha * a x b + bias[n]) in one cuBLASLt call, for fp16 inputs and output. Returns false
+// (and does nothing) where cuBLASLt offers no algorithm; the caller then adds the bias itself.
+enum class GemmEpilogue { Bias, ReluBias };
+bool gemm_row_major_with_bias(const GemmProblem& problem, const void* bias, GemmEpilogue epilogue,
+                              cudaStream_t stream);
+
 }  // namespace seqtrans::cuda

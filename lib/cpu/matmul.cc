@@ -11,6 +11,11 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   if (m == 0 || n == 0) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, options.transpose_b ? CblasTrans : CblasNoTrans, m, n, k, options.alpha,
               a.data<float>(), k, b.data<float>(), options.transpose_b ? k : n, 0.0f, c.data<float>(), n);
+  if (options.bias == nullptr) return;
+  if (options.activation)
+    bias_activation(c, *options.bias, *options.activation);
+  else
+    add_bias(c, *options.bias);
 }
 
 }  // namespace seqtrans::cpu

@@ -79,8 +79,7 @@ FeedForward::FeedForward(const WeightLoader& weights, const std::string& scope, 
       activation_(activation) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
-  Tensor hidden = inner_.project(x);
-  ops::bias_activation(hidden, inner_.bias(), activation_);
+  const Tensor hidden = inner_.forward(x, activation_);
   const Tensor projected = outer_.project(hidden);
   return ops::add_bias_residual_layer_norm(projected, outer_.bias(), x, norm_.weights());
 }

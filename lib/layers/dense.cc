@@ -6,10 +6,11 @@ Dense::Dense(const WeightLoader& weights, const std::string& scope, int64_t in_f
     : weight_(weights.get(scope + "/weight", {out_features, in_features})),
       bias_(weights.get(scope + "/bias", {out_features})) {}
 
-Tensor Dense::forward(const Tensor& x) const {
-  Tensor y = ops::matmul(x, weight_);
-  ops::add_bias(y, bias_);
-  return y;
+Tensor Dense::forward(const Tensor& x, std::optional<Activation> activation) const {
+  ops::MatmulOptions options;
+  options.bias = &bias_;
+  options.activation = activation;
+  return ops::matmul(x, weight_, options);
 }
 
 LayerNorm::LayerNorm(const WeightLoader& weights, const std::string& scope, int64_t width, float epsilon)

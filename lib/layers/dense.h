@@ -13,8 +13,8 @@ class Dense {
   Dense() = default;
   Dense(const WeightLoader& weights, const std::string& scope, int64_t in_features, int64_t out_features);
 
-  // x: [m, in] -> [m, out], bias added.
-  Tensor forward(const Tensor& x) const;
+  // x: [m, in] -> [m, out], bias added, then the activation if any (fused into the GEMM where possible).
+  Tensor forward(const Tensor& x, std::optional<Activation> activation = std::nullopt) const;
   // x W^T without the bias, for callers that fuse the bias into the next op.
   Tensor project(const Tensor& x) const { return ops::matmul(x, weight_); }
 

@@ -12,7 +12,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
   const int64_t k = a.dim(1);
   const int64_t n = options.transpose_b ? b.dim(0) : b.dim(1);
   check_extent("matmul", "b", b, options.transpose_b ? 1 : 0, k);
-  Tensor c({a.dim(0), n}, options.fp32_output ? DataType::F32 : a.dtype(), a.device());
+  const DataType output = options.fp32_output ? DataType::F32 : a.dtype();
+  SEQTRANS_CHECK(!options.activation || options.bias != nullptr, "matmul: an activation epilogue needs a bias");
+  if (options.bias != nullptr) {
+    check_rank("matmul", "bias", *options.bias, 1);
+    check_dtype("matmul", "bias", *options.bias, output);
+    check_extent("matmul", "bias", *options.bias, 0, n);
+    check_same_device("matmul", a, *options.bias);
+  }
+  Tensor c({a.dim(0), n}, output, a.device());
   const ProfileScope profile("gemm");
   switch (a.device()) {
     case Device::CPU: cpu::matmul(a, b, c, options); break;

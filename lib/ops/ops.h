@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -21,6 +22,10 @@ struct MatmulOptions {
   float alpha = 1.0f;
   // c in fp32 whatever the inputs: fp16 logits would round away the margins search decides on.
   bool fp32_output = false;
+  // Epilogue: c = activation(a x b + bias), bias [n] in c's dtype. CUDA fuses it into the GEMM (cuBLASLt)
+  // for fp16 with no activation or ReLU, and runs a separate kernel otherwise.
+  const Tensor* bias = nullptr;
+  std::optional<Activation> activation;  // needs a bias
 };
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
 

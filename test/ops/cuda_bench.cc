@@ -128,6 +128,50 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       report(std::string("attention cross step 320 slots on 64 memories, key_rows [b] ") + type, time,
              2.0 * sentences * source_len * d * element);
     }
+    // Decoder steps of batch 128 x beam 4 (512 slots) and of batch 1 x beam 4, d 512, 8 heads of 64:
+    // self-attention through a history table of random rows over a cache of the first capacity (32), with
+    // 16 or 32 keys; cross-attention onto each sentence's memory of 32 source tokens (key_rows [b]).
+    for (int64_t slots : {512, 4}) {
+      const int64_t capacity = 32, d = 512;
+      const Tensor query = device_floats({slots, 1, d}, dtype);
+      const Tensor keys = device_floats({slots, capacity, d}, dtype);
+      const Tensor values = device_floats({slots, capacity, d}, dtype);
+      const Tensor history = random_ints({slots, capacity}, 0, static_cast<int32_t>(slots - 1)).to(Device::CUDA);
+      ops::AttentionOptions options{8, 0.125f};
+      options.key_rows = &history;
+      for (int32_t keys_per_row : {16, 32}) {
+        const Tensor lengths = random_ints({slots}, keys_per_row, keys_per_row).to(Device::CUDA);
+        const double time = median_microseconds([&] { ops::attention(query, keys, values, lengths, options); });
+        report("attention self step " + std::to_string(slots) + " slots x " + std::to_string(keys_per_row) +
+                   " keys, key_rows [b, tk] " + type,
+               time, 2.0 * slots * keys_per_row * d * element);
+      }
+      const int64_t sentences = slots / 4, source_len = 32;
+      const Tensor memory_keys = device_floats({sentences, source_len, d}, dtype);
+      const Tensor memory_values = device_floats({sentences, source_len, d}, dtype);
+      const Tensor source_lengths = random_ints({slots}, 32, 32).to(Device::CUDA);
+      std::vector<int32_t> rows;
+      for (int64_t s = 0; s < slots; ++s) rows.push_back(static_cast<int32_t>(s / 4));
+      const Tensor sentence_rows = Tensor::from_ints({slots}, rows).to(Device::CUDA);
+      ops::AttentionOptions cross_options{8, 0.125f};
+      cross_options.key_rows = &sentence_rows;
+      const double time = median_microseconds(
+          [&] { ops::attention(query, memory_keys, memory_values, source_lengths, cross_options); });
+      report("attention cross step " + std::to_string(slots) + " slots on " + std::to_string(sentences) +
+                 " x 32 keys, key_rows [b] " + type,
+             time, 2.0 * sentences * source_len * d * element);
+    }
+    // Few units over long keys: 4 slots, ~300 of 512 positions.
+    {
+      const int64_t slots = 4, capacity = 512, d = 512;
+      const Tensor query = device_floats({slots, 1, d}, dtype);
+      const Tensor keys = device_floats({slots, capacity, d}, dtype);
+      const Tensor values = device_floats({slots, capacity, d}, dtype);
+      const Tensor lengths = random_ints({slots}, 290, 310).to(Device::CUDA);
+      const double time = median_microseconds([&] { ops::attention(query, keys, values, lengths, {8, 0.125f}); });
+      report(std::string("attention decode step 4 slots x ~300 keys d512 h8 ") + type, time,
+             2.0 * slots * 300 * d * element);
+    }
     // Encoder self-attention: 32 sentences of 100 tokens.
     {
       const int64_t batch = 32, time_steps = 100, d = 512;

@@ -395,6 +395,82 @@ TEST_CASE("cuda attention with key_rows per key matches the CPU", "[gpu]") {
     }
 }
 
+// The warp decode kernel's thresholds: key lengths around its chunks (2 to 32 keys by head size and dtype),
+// head sizes 8 to 512 (fp32 512 takes the block decode kernel), 1, 2 or 4 warps per (query, head) unit
+// (few units split long key lengths), no key_rows, rank 1 and rank 2, NaN wherever nothing should read.
+TEST_CASE("cuda attention decode matches the CPU across key lengths, head sizes and key_rows", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  struct Case {
+    int64_t batch, key_capacity, head_dim, heads;
+  };
+  const Case cases[] = {
+      {1, 1, 64, 8},   {1, 31, 64, 8},  {1, 32, 64, 8},  {1, 33, 64, 8},   {1, 300, 64, 8},   // one sentence
+      {3, 300, 32, 4}, {3, 65, 128, 4}, {3, 33, 256, 2}, {2, 40, 512, 1},  {4, 17, 8, 2},     // head sizes
+      {200, 33, 64, 4}, {200, 32, 32, 4}, {150, 31, 128, 4}, {100, 300, 32, 4}, {120, 64, 64, 4}, // many units
+  };
+  enum class Rows { None, PerRow, PerKey };
+  for (DataType dtype : kFloatTypes)
+    for (const Case& c : cases)
+      for (Rows mode : {Rows::None, Rows::PerRow, Rows::PerKey}) {
+        const int64_t capacity = c.key_capacity, width = c.head_dim * c.heads;
+        const int64_t query_len = mode == Rows::PerKey || c.batch > 3 ? 1 : 5;
+        const int64_t key_batch = mode == Rows::None ? c.batch : c.batch / 2 + 1;
+        const int mode_index = static_cast<int>(mode);
+        CAPTURE(dtype_name(dtype), c.batch, capacity, c.head_dim, c.heads, mode_index, query_len);
+        // Lengths: the first row full, the second a single key, then 0 and the lengths around chunk edges.
+        std::vector<int32_t> lengths = varied_lengths(c.batch, capacity);
+        const int32_t edges[] = {0, 31, 32, 33, 15, 16, 17, 7, 8, 9, 3, 4, 5, 2};
+        for (int64_t b = 2; b < c.batch && b - 2 < 14; ++b)
+          lengths[b] = std::min(edges[b - 2], static_cast<int32_t>(capacity));
+        // The GPU's view: key_rows out of range mask keys; the CPU (which throws on them) sees length 0 there.
+        std::vector<int32_t> cpu_lengths = lengths;
+        std::vector<int32_t> rows;
+        if (mode == Rows::PerRow) {
+          rows = random_ints({c.batch}, 0, static_cast<int32_t>(key_batch - 1)).to_int_vector();
+          if (c.batch > 1) {
+            rows.back() = static_cast<int32_t>(key_batch);  // a whole row out of range: zeros
+            cpu_lengths.back() = 0;
+          }
+        } else if (mode == Rows::PerKey) {
+          rows = random_ints({c.batch, capacity}, 0, static_cast<int32_t>(key_batch - 1)).to_int_vector();
+          for (int64_t b = 0; b < c.batch; ++b)
+            for (int64_t j = lengths[b]; j < capacity; ++j)
+              rows[b * capacity + j] = (j % 2 == 0) ? -3 : static_cast<int32_t>(key_batch + 5);
+          if (c.batch > 3) {  // every key of row 3 masked: zeros
+            lengths[3] = static_cast<int32_t>(capacity);
+            for (int64_t j = 0; j < capacity; ++j) rows[3 * capacity + j] = j % 2 == 0 ? -1 : int32_t{1 << 30};
+            cpu_lengths[3] = 0;
+          }
+        }
+        std::vector<bool> read(static_cast<size_t>(key_batch * capacity), false);
+        for (int64_t b = 0; b < c.batch; ++b)
+          for (int64_t j = 0; j < lengths[b]; ++j) {
+            int64_t row = b;
+            if (mode == Rows::PerRow) row = rows[b];
+            if (mode == Rows::PerKey) row = rows[b * capacity + j];
+            if (row >= 0 && row < key_batch) read[row * capacity + j] = true;
+          }
+        const Operand query = random_operand({c.batch, query_len, width}, dtype);
+        const Operand keys = upload(poisoned_floats(key_batch, capacity, width, read), dtype);
+        const Operand values = upload(poisoned_floats(key_batch, capacity, width, read), dtype);
+        Tensor rows_cpu, rows_gpu;
+        if (mode != Rows::None) {
+          const Shape shape = mode == Rows::PerRow ? Shape{c.batch} : Shape{c.batch, capacity};
+          std::vector<int32_t> cpu_rows = rows;  // in range for the CPU; masked entries are past its lengths
+          for (int32_t& row : cpu_rows) row = std::clamp<int32_t>(row, 0, static_cast<int32_t>(key_batch - 1));
+          rows_cpu = Tensor::from_ints(shape, cpu_rows);
+          rows_gpu = Tensor::from_ints(shape, rows).to(Device::CUDA);
+        }
+        const Tensor expected =
+            ops::attention(query.cpu, keys.cpu, values.cpu, Tensor::from_ints({c.batch}, cpu_lengths),
+                           attention_options(width, c.heads, mode == Rows::None ? nullptr : &rows_cpu));
+        const Tensor got =
+            ops::attention(query.gpu, keys.gpu, values.gpu, Tensor::from_ints({c.batch}, lengths).to(Device::CUDA),
+                           attention_options(width, c.heads, mode == Rows::None ? nullptr : &rows_gpu));
+        CHECK(max_relative_error(values_of(got), expected.to_float_vector()) < tolerance(dtype));
+      }
+}
+
 TEST_CASE("cuda append_self_attention_step matches the CPU", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][3] = {{3, 4, 5}, {40, 512, 64}, {7, 9, 3}, {1, 1, 1}, {33, 20, 17}};  // slots, d, capacity

@@ -1,0 +1,67 @@
+// matmul with a bias (and activation) epilogue on the GPU against the CPU: fused into cuBLASLt for fp16
+// with no activation or ReLU, a separate kernel for other activations and for fp32.
+#include "catch.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "ops/ops.h"
+#include "support/random_tensor.h"
+
+#ifdef SEQTRANS_WITH_CUDA
+
+#include <optional>
+
+#include "cuda/runtime/context.h"
+#include "ops/ops.h"
+#include "support/gpu.h"
+#include "support/random_tensor.h"
+
+using namespace seqtrans;
+using seqtrans::testing::max_relative_error;
+using seqtrans::testing::random_floats;
+
+TEST_CASE("cuda matmul with a bias and activation epilogue matches the CPU", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  const int64_t shapes[][3] = {{1, 512, 512}, {7, 64, 2048}, {512, 512, 1536}, {33, 100, 257}};
+  const std::optional<Activation> activations[] = {std::nullopt, Activation::Relu, Activation::Swish};
+  for (DataType dtype : {DataType::F32, DataType::F16})
+    for (const auto& shape : shapes)
+      for (const std::optional<Activation>& activation : activations)
+        for (bool transpose_b : {true, false}) {
+          const int64_t m = shape[0], k = shape[1], n = shape[2];
+          CAPTURE(dtype_name(dtype), m, k, n, transpose_b, activation.has_value());
+          // The CPU gets the fp16-rounded values the GPU computes with.
+          const auto rounded = [&](const Tensor& x) { return dtype == DataType::F16 ? x.to(DataType::F16).to(DataType::F32) : x; };
+          const Tensor a = rounded(random_floats({m, k}, -1.0f, 1.0f));
+          const Tensor b = rounded(random_floats(transpose_b ? Shape{n, k} : Shape{k, n}, -0.1f, 0.1f));
+          const Tensor bias = rounded(random_floats({n}, -1.0f, 1.0f));
+          ops::MatmulOptions cpu_options;
+          cpu_options.transpose_b = transpose_b;
+          cpu_options.bias = &bias;
+          cpu_options.activation = activation;
+          const Tensor expected = ops::matmul(a, b, cpu_options);
+          const Tensor gpu_bias = bias.to(dtype).to(Device::CUDA);
+          ops::MatmulOptions gpu_options = cpu_options;
+          gpu_options.bias = &gpu_bias;
+          const Tensor got = ops::matmul(a.to(dtype).to(Device::CUDA), b.to(dtype).to(Device::CUDA), gpu_options);
+          cuda::synchronize();
+          REQUIRE(got.shape() == expected.shape());
+          CHECK(max_relative_error(got.to(DataType::F32).to_float_vector(), expected.to_float_vector()) <
+                (dtype == DataType::F16 ? 1e-2 : 1e-5));
+        }
+}
+
+#endif
+
+// The front end's checks are the same on every device.
+TEST_CASE("matmul refuses an activation without a bias and a bias of the wrong size or type", "[ops]") {
+  const seqtrans::Tensor a = seqtrans::testing::random_floats({4, 8}), b = seqtrans::testing::random_floats({6, 8});
+  const seqtrans::Tensor short_bias = seqtrans::testing::random_floats({5});
+  const seqtrans::Tensor int_bias = seqtrans::Tensor::from_ints({6}, {1, 2, 3, 4, 5, 6});
+  seqtrans::ops::MatmulOptions options;
+  options.activation = seqtrans::Activation::Relu;
+  CHECK_THROWS_AS(seqtrans::ops::matmul(a, b, options), seqtrans::Error);
+  options.bias = &short_bias;
+  CHECK_THROWS_AS(seqtrans::ops::matmul(a, b, options), seqtrans::Error);
+  options.bias = &int_bias;
+  CHECK_THROWS_AS(seqtrans::ops::matmul(a, b, options), seqtrans::Error);
+}
