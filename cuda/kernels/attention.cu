@@ -1,14 +1,14 @@
 // attention: fused scores, masked softmax and weighted sum over variable-length padded batches.
 // Three kernels, one launch per call:
 // - warp decode (few queries, e.g. the decoder step, tq = 1, with 16-byte loads): one warp per (query, head,
-//   batch row), four per block, no block barrier. Groups of lanes each hold one key (a lane a 16-byte slice of
-//   its head row), so a pass over the warp reads 32 / group keys with coalesced loads; the lane keeps its
-//   slice of the query in registers. Chunks of keys: scores (reduced within the group), an online softmax
-//   (running max and sum, warp-uniform rescaling) and the weighted sum of the chunk's values, loaded together
-//   with its keys, into per-lane partial sums of the lane's slice; the groups' partials are added once at the
-//   end. With few (query, head) units the chunks of a unit are spread over up to 4 warps of its block,
-//   merged through shared memory.
-// - decode (the fallback for few queries: scalar loads, head size past 512 fp16 / 256 fp32): one block per
+//   batch row), four per block, no block barrier (but one to merge split units, below). Groups of lanes
+//   each hold one key (a lane a 16-byte slice of its head row), so a pass over the warp reads 32 / group
+//   keys with coalesced loads; the lane keeps its slice of the query in registers. Chunks of keys: scores
+//   (reduced within the group), an online softmax (running max and sum, warp-uniform rescaling) and the
+//   weighted sum of the chunk's values, loaded together with its keys, into per-lane partial sums of the
+//   lane's slice; the groups' partials are added once at the end. With few (query, head) units the chunks
+//   of a unit are spread over up to 4 warps of its block, merged through shared memory.
+// - decode (the fallback for few queries: unaligned rows, head size past 512 fp16 / 256 fp32): one block per
 //   (query, head, batch row); groups of lanes compute one key's score, the block normalizes the scores in
 //   shared memory, then (key partition, column) threads accumulate values and reduce across partitions;
 // - tiled (many queries, the encoder): one block per 16 queries of a (head, batch row); 32-key tiles of
@@ -38,6 +38,9 @@ constexpr int kWarpDecodeThreads = 128;
 constexpr int kWarpDecodeWarps = kWarpDecodeThreads / 32;
 // 16-byte key loads per lane in one chunk (as many value loads): the loads in flight together per lane.
 constexpr int kWarpDecodeLoads = 4;
+// Blocks per multiprocessor the register allocation must allow (64 registers a thread): measured on the
+// H200 at 512 slots, fp16 took 72 registers uncapped and ran 10-15% slower.
+constexpr int kWarpDecodeMinBlocks = 8;
 
 struct AttentionArguments {
   int query_len;
@@ -172,7 +175,7 @@ __device__ __forceinline__ void vector_to_floats(const Vector<__half, N>& x, flo
 // kSlices 16-byte slices of the head row (slice + s * kGroup): head_dim <= kGroup * kSlices * N.
 // kPerKey: key_rows is [b, key_capacity]; otherwise [b] or null.
 template <typename T, int kGroup, int kSlices, bool kPerKey>
-__global__ void __launch_bounds__(kWarpDecodeThreads)
+__global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
     attention_warp_decode_kernel(const T* __restrict__ query, const T* __restrict__ keys,
                                  const T* __restrict__ values, const int32_t* __restrict__ key_lengths,
                                  const int32_t* __restrict__ key_rows, T* __restrict__ out, AttentionArguments args,
@@ -204,6 +207,18 @@ __global__ void __launch_bounds__(kWarpDecodeThreads)
 
   if (active) {
     const int head = unit % heads, row = unit / heads, b = row / args.query_len;
+    // kPerKey: the table entries of the keys of this warp's next chunk, loaded a chunk ahead (the first
+    // together with the length: entries past the length exist in the table, and are ignored).
+    const int32_t* key_rows_of_b = kPerKey ? key_rows + static_cast<int64_t>(b) * args.key_capacity : nullptr;
+    int next_rows[kPasses];
+    const auto load_rows = [&](int first) {
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) {
+        const int j = first + p * kKeysPerPass + group;
+        next_rows[p] = j < args.key_capacity ? key_rows_of_b[j] : -1;  // one word per group: a broadcast
+      }
+    };
+    if constexpr (kPerKey) load_rows(part * kChunk);
     int key_len = min(max(key_lengths[b], 0), args.key_capacity);
     int key_row = b;
     if (!kPerKey && key_rows != nullptr) {
@@ -224,7 +239,6 @@ __global__ void __launch_bounds__(kWarpDecodeThreads)
     // = key_rows[b, j] * key_capacity + j.
     const int64_t head_base =
         kPerKey ? head_offset : static_cast<int64_t>(key_row) * args.key_capacity * args.width + head_offset;
-    const int32_t* key_rows_of_b = kPerKey ? key_rows + static_cast<int64_t>(b) * args.key_capacity : nullptr;
 
     for (int first = part * kChunk; first < key_len; first += warps_per_unit * kChunk) {
       bool valid[kPasses];
@@ -235,11 +249,9 @@ __global__ void __launch_bounds__(kWarpDecodeThreads)
         valid[p] = j < key_len;
         int index = j;
         if constexpr (kPerKey) {
-          if (valid[p]) {
-            const int batch_row = key_rows_of_b[j];  // one word per group: a broadcast
-            valid[p] = batch_row >= 0 && batch_row < args.key_batch;
-            index = batch_row * args.key_capacity + j;  // the host checked it fits an int
-          }
+          const int batch_row = next_rows[p];
+          valid[p] = valid[p] && batch_row >= 0 && batch_row < args.key_batch;
+          if (valid[p]) index = batch_row * args.key_capacity + j;  // the host checked it fits an int
         }
         const int64_t offset = head_base + static_cast<int64_t>(index) * args.width;
 #pragma unroll
@@ -253,6 +265,7 @@ __global__ void __launch_bounds__(kWarpDecodeThreads)
           }
         }
       }
+      if constexpr (kPerKey) load_rows(first + warps_per_unit * kChunk);
       float score[kPasses];
       float chunk_max = -INFINITY;
 #pragma unroll
@@ -569,12 +582,19 @@ bool launch_warp_decode(const AttentionOperands& x, const AttentionArguments& ar
   if (units > INT32_MAX) return false;
   const int h = static_cast<int>(heads), u = static_cast<int>(units);
   const int vectors = args.head_dim / kVectorWidth<T>;  // 16-byte slices of a head row
-  if (vectors <= 4) return launch_warp_decode_with<T, 4, 1, kPerKey>(x, args, h, u, stream), true;
-  if (vectors <= 8) return launch_warp_decode_with<T, 8, 1, kPerKey>(x, args, h, u, stream), true;
-  if (vectors <= 16) return launch_warp_decode_with<T, 16, 1, kPerKey>(x, args, h, u, stream), true;
-  if (vectors <= 32) return launch_warp_decode_with<T, 32, 1, kPerKey>(x, args, h, u, stream), true;
-  if (vectors <= 64) return launch_warp_decode_with<T, 32, 2, kPerKey>(x, args, h, u, stream), true;
-  return false;
+  if (vectors <= 4)
+    launch_warp_decode_with<T, 4, 1, kPerKey>(x, args, h, u, stream);
+  else if (vectors <= 8)
+    launch_warp_decode_with<T, 8, 1, kPerKey>(x, args, h, u, stream);
+  else if (vectors <= 16)
+    launch_warp_decode_with<T, 16, 1, kPerKey>(x, args, h, u, stream);
+  else if (vectors <= 32)
+    launch_warp_decode_with<T, 32, 1, kPerKey>(x, args, h, u, stream);
+  else if (vectors <= 64)
+    launch_warp_decode_with<T, 32, 2, kPerKey>(x, args, h, u, stream);
+  else
+    return false;
+  return true;
 }
 
 template <typename T, int kChannels, int N>

@@ -21,37 +21,55 @@ struct LayerNormArguments {
   int width;
 };
 
+// Vector v of a row as floats: x, plus the bias and the residual when the kernel is the fused one.
+template <typename T, int N, bool kFused>
+__device__ __forceinline__ void load_row_vector(const LayerNormArguments<T>& args, int64_t row_offset, int v,
+                                                float (&element)[N]) {
+  using V = Vector<T, N>;
+  const V value = reinterpret_cast<const V*>(args.x + row_offset)[v];
+  V shift, skip;
+  if constexpr (kFused) {
+    shift = reinterpret_cast<const V*>(args.bias)[v];
+    skip = reinterpret_cast<const V*>(args.residual + row_offset)[v];
+  }
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    element[e] = to_float(value.value[e]);
+    if constexpr (kFused) element[e] = element[e] + to_float(shift.value[e]) + to_float(skip.value[e]);
+  }
+}
+
+// Writes vector v of the normalized row: (element - mean) * inverse_std * gamma + beta.
+template <typename T, int N>
+__device__ __forceinline__ void store_normalized_vector(const LayerNormArguments<T>& args, int64_t row_offset, int v,
+                                                        const float (&element)[N], float mean, float inverse_std) {
+  using V = Vector<T, N>;
+  const V scale = reinterpret_cast<const V*>(args.gamma)[v];
+  const V offset = reinterpret_cast<const V*>(args.beta)[v];
+  V result;
+#pragma unroll
+  for (int e = 0; e < N; ++e)
+    result.value[e] =
+        from_float<T>((element[e] - mean) * inverse_std * to_float(scale.value[e]) + to_float(offset.value[e]));
+  reinterpret_cast<V*>(args.out + row_offset)[v] = result;
+}
+
 template <typename T, int N, bool kFused>
 __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
-  const T* __restrict__ x = args.x;
-  const T* __restrict__ bias = args.bias;
-  const T* __restrict__ residual = args.residual;
-  const T* __restrict__ gamma = args.gamma;
-  const T* __restrict__ beta = args.beta;
-  T* __restrict__ out = args.out;
-  const float epsilon = args.epsilon;
   const int width = args.width;
   extern __shared__ float row[];  // [width]
   __shared__ float scratch[32];
-  using V = Vector<T, N>;
   const int64_t row_offset = static_cast<int64_t>(blockIdx.x) * width;
   const int vectors = width / N;
-  const V* in = reinterpret_cast<const V*>(x + row_offset);
 
   float sum = 0.0f;
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
-    const V value = in[v];
-    V shift, skip;
-    if constexpr (kFused) {
-      shift = reinterpret_cast<const V*>(bias)[v];
-      skip = reinterpret_cast<const V*>(residual + row_offset)[v];
-    }
+    float element[N];
+    load_row_vector<T, N, kFused>(args, row_offset, v, element);
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-      float element = to_float(value.value[j]);
-      if constexpr (kFused) element = element + to_float(shift.value[j]) + to_float(skip.value[j]);
-      row[v * N + j] = element;
-      sum += element;
+    for (int e = 0; e < N; ++e) {
+      row[v * N + e] = element[e];
+      sum += element[e];
     }
   }
   const float mean = block_sum(sum, scratch) / static_cast<float>(width);
@@ -62,34 +80,21 @@ __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
     squares += centered * centered;
   }
   const float variance = block_sum(squares, scratch) / static_cast<float>(width);
-  const float inverse_std = 1.0f / sqrtf(variance + epsilon);
+  const float inverse_std = 1.0f / sqrtf(variance + args.epsilon);
 
-  V* result = reinterpret_cast<V*>(out + row_offset);
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
-    const V scale = reinterpret_cast<const V*>(gamma)[v];
-    const V offset = reinterpret_cast<const V*>(beta)[v];
-    V value;
+    float element[N];
 #pragma unroll
-    for (int j = 0; j < N; ++j)
-      value.value[j] =
-          from_float<T>((row[v * N + j] - mean) * inverse_std * to_float(scale.value[j]) + to_float(offset.value[j]));
-    result[v] = value;
+    for (int e = 0; e < N; ++e) element[e] = row[v * N + e];
+    store_normalized_vector<T, N>(args, row_offset, v, element, mean, inverse_std);
   }
 }
 
 // kVectors: 16-byte vectors per lane (the row has at most 32 * kVectors of them).
 template <typename T, int kVectors, bool kFused>
 __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
-  const T* __restrict__ x = args.x;
-  const T* __restrict__ bias = args.bias;
-  const T* __restrict__ residual = args.residual;
-  const T* __restrict__ gamma = args.gamma;
-  const T* __restrict__ beta = args.beta;
-  T* __restrict__ out = args.out;
-  const float epsilon = args.epsilon;
   const int rows = args.rows, width = args.width;
   constexpr int N = kVectorWidth<T>;
-  using V = Vector<T, N>;
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;  // the whole warp leaves together
   const int64_t row_offset = static_cast<int64_t>(row) * width;
@@ -98,21 +103,10 @@ __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < kVectors; ++i) {
-    const int v = lane + 32 * i;
-    if (v < vectors) {
-      const V value = reinterpret_cast<const V*>(x + row_offset)[v];
-      V shift, skip;
-      if constexpr (kFused) {
-        shift = reinterpret_cast<const V*>(bias)[v];
-        skip = reinterpret_cast<const V*>(residual + row_offset)[v];
-      }
+    if (lane + 32 * i < vectors) {
+      load_row_vector<T, N, kFused>(args, row_offset, lane + 32 * i, values[i]);
 #pragma unroll
-      for (int e = 0; e < N; ++e) {
-        float element = to_float(value.value[e]);
-        if constexpr (kFused) element = element + to_float(shift.value[e]) + to_float(skip.value[e]);
-        values[i][e] = element;
-        sum += element;
-      }
+      for (int e = 0; e < N; ++e) sum += values[i][e];
     }
   }
   const float mean = warp_sum(sum) / static_cast<float>(width);
@@ -126,21 +120,10 @@ __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
         squares += centered * centered;
       }
     }
-  const float inverse_std = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(width) + epsilon);
+  const float inverse_std = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(width) + args.epsilon);
 #pragma unroll
-  for (int i = 0; i < kVectors; ++i) {
-    const int v = lane + 32 * i;
-    if (v < vectors) {
-      const V scale = reinterpret_cast<const V*>(gamma)[v];
-      const V offset = reinterpret_cast<const V*>(beta)[v];
-      V result;
-#pragma unroll
-      for (int e = 0; e < N; ++e)
-        result.value[e] =
-            from_float<T>((values[i][e] - mean) * inverse_std * to_float(scale.value[e]) + to_float(offset.value[e]));
-      reinterpret_cast<V*>(out + row_offset)[v] = result;
-    }
-  }
+  for (int i = 0; i < kVectors; ++i)
+    if (lane + 32 * i < vectors) store_normalized_vector<T, N>(args, row_offset, lane + 32 * i, values[i], mean, inverse_std);
 }
 
 template <typename T, int kVectors, bool kFused>

@@ -19,6 +19,7 @@
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/check.h"
 #include "cuda/runtime/context.h"
+#include "ops/graph.h"
 #include "ops/ops.h"
 #include "support/random_tensor.h"
 
@@ -50,6 +51,16 @@ double median_microseconds(const std::function<void()>& body) {
   CUDA_CHECK(cudaEventDestroy(stop));
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// Time per call of `body` recorded `calls` times into one CUDA graph, as the decoder step runs: the host's
+// launch latency is hidden and the kernels run back to back.
+double graph_microseconds_per_call(const std::function<void()>& body, int calls = 20) {
+  ops::DeviceGraph graph(Device::CUDA);
+  graph.capture([&] {
+    for (int i = 0; i < calls; ++i) body();
+  });
+  return median_microseconds([&] { graph.replay(); }) / calls;
 }
 
 Tensor device_floats(const Shape& shape, DataType dtype, float low = -1.0f, float high = 1.0f) {
@@ -141,10 +152,12 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       options.key_rows = &history;
       for (int32_t keys_per_row : {16, 32}) {
         const Tensor lengths = random_ints({slots}, keys_per_row, keys_per_row).to(Device::CUDA);
-        const double time = median_microseconds([&] { ops::attention(query, keys, values, lengths, options); });
-        report("attention self step " + std::to_string(slots) + " slots x " + std::to_string(keys_per_row) +
-                   " keys, key_rows [b, tk] " + type,
-               time, 2.0 * slots * keys_per_row * d * element);
+        const auto call = [&] { ops::attention(query, keys, values, lengths, options); };
+        const std::string name = "attention self step " + std::to_string(slots) + " slots x " +
+                                 std::to_string(keys_per_row) + " keys, key_rows [b, tk] " + type;
+        const double bytes = 2.0 * slots * keys_per_row * d * element;
+        report(name, median_microseconds(call), bytes);
+        report(name + ", in a graph", graph_microseconds_per_call(call), bytes);
       }
       const int64_t sentences = slots / 4, source_len = 32;
       const Tensor memory_keys = device_floats({sentences, source_len, d}, dtype);
@@ -155,11 +168,12 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       const Tensor sentence_rows = Tensor::from_ints({slots}, rows).to(Device::CUDA);
       ops::AttentionOptions cross_options{8, 0.125f};
       cross_options.key_rows = &sentence_rows;
-      const double time = median_microseconds(
-          [&] { ops::attention(query, memory_keys, memory_values, source_lengths, cross_options); });
-      report("attention cross step " + std::to_string(slots) + " slots on " + std::to_string(sentences) +
-                 " x 32 keys, key_rows [b] " + type,
-             time, 2.0 * sentences * source_len * d * element);
+      const auto call = [&] { ops::attention(query, memory_keys, memory_values, source_lengths, cross_options); };
+      const std::string name = "attention cross step " + std::to_string(slots) + " slots on " +
+                               std::to_string(sentences) + " x 32 keys, key_rows [b] " + type;
+      const double bytes = 2.0 * sentences * source_len * d * element;
+      report(name, median_microseconds(call), bytes);
+      report(name + ", in a graph", graph_microseconds_per_call(call), bytes);
     }
     // Few units over long keys: 4 slots, ~300 of 512 positions.
     {
@@ -168,9 +182,10 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       const Tensor keys = device_floats({slots, capacity, d}, dtype);
       const Tensor values = device_floats({slots, capacity, d}, dtype);
       const Tensor lengths = random_ints({slots}, 290, 310).to(Device::CUDA);
-      const double time = median_microseconds([&] { ops::attention(query, keys, values, lengths, {8, 0.125f}); });
-      report(std::string("attention decode step 4 slots x ~300 keys d512 h8 ") + type, time,
-             2.0 * slots * 300 * d * element);
+      const auto call = [&] { ops::attention(query, keys, values, lengths, {8, 0.125f}); };
+      const std::string name = std::string("attention decode step 4 slots x ~300 keys d512 h8 ") + type;
+      report(name, median_microseconds(call), 2.0 * slots * 300 * d * element);
+      report(name + ", in a graph", graph_microseconds_per_call(call), 2.0 * slots * 300 * d * element);
     }
     // Encoder self-attention: 32 sentences of 100 tokens.
     {
