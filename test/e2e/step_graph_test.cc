@@ -21,10 +21,12 @@ std::vector<SearchResult> run_goldens(EncoderDecoderModel& model, const GoldenFi
   options.beam_size = beam;
   options.max_length_a = 80;
   options.max_length_b = 0.0f;
+  // The first 120 inputs (1 to 229 ids) keep the test short enough for compute-sanitizer.
+  const size_t count = std::min<size_t>(golden.cases.size(), 120);
   std::vector<SearchResult> results;
-  for (size_t begin = 0; begin < golden.cases.size(); begin += batch_size) {
+  for (size_t begin = 0; begin < count; begin += batch_size) {
     std::vector<std::vector<int32_t>> sources;
-    for (size_t i = begin; i < std::min(golden.cases.size(), begin + batch_size); ++i)
+    for (size_t i = begin; i < std::min(count, begin + batch_size); ++i)
       sources.push_back(golden.cases[i].source_ids);
     for (SearchResult& result : search(model, sources, options)) results.push_back(std::move(result));
   }
