@@ -384,6 +384,90 @@ __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArgume
   }
 }
 
+// k = 1 for few rows, where one block per row would leave most of the GPU idle: each row is split into
+// gridDim.x chunks; every chunk's block writes its normalizer and best (key, index), and a second kernel
+// merges them per row. Same keys, same tie rule, so the same argmax as the one-block kernel.
+struct ArgmaxPartial {
+  float max;  // of the chunk's logits
+  float sum;  // of exp(z - max) over the chunk
+  unsigned long long best;
+};
+
+template <typename T, typename B, int N>
+__global__ void __launch_bounds__(kThreads)
+    log_softmax_argmax_chunk_kernel(TopkArguments<T, B> args, ArgmaxPartial* __restrict__ partials) {
+  __shared__ float scratch[32];
+  __shared__ unsigned long long warp_best[32];
+  const int64_t row_index = blockIdx.y;
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
+  const int vectors = args.vocab / N;
+  const int per_chunk = (vectors + gridDim.x - 1) / gridDim.x;
+  const int begin = blockIdx.x * per_chunk, end = min(vectors, begin + per_chunk);
+  Normalizer normalizer;
+  uint32_t best_key = kNoKey;
+  int best_index = 0;
+  for (int v = begin + threadIdx.x; v < end; v += kThreads) {
+    float z[N];
+    load_logits(row, v, z);
+    normalizer.add(z);
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      const int i = v * N + e;
+      const uint32_t key = row.is_suppressed(i) ? order_key(-INFINITY) : order_key(z[e]);
+      if (key > best_key) {
+        best_key = key;
+        best_index = i;
+      }
+    }
+  }
+  unsigned long long best = composite(best_key, best_index);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
+  if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
+  const float chunk_max = block_max(normalizer.max, scratch);  // its barriers publish warp_best
+  const float scaled = normalizer.max == -INFINITY ? 0.0f : normalizer.sum * expf(normalizer.max - chunk_max);
+  const float chunk_sum = block_sum(scaled, scratch);
+  if (threadIdx.x < 32) {
+    best = threadIdx.x < kThreads / 32 ? warp_best[threadIdx.x] : 0;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
+    if (threadIdx.x == 0) partials[row_index * gridDim.x + blockIdx.x] = {chunk_max, chunk_sum, best};
+  }
+}
+
+// One warp per row merges its chunks (at most 32): logsumexp of the partial sums and the largest key.
+// Every chunk holds at least one element (argmax_chunks), so every partial has a real key.
+__global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict__ partials, int chunks,
+                                                float* __restrict__ values, int32_t* __restrict__ indices) {
+  const int64_t row_index = blockIdx.x;
+  const int lane = threadIdx.x;
+  ArgmaxPartial part{-INFINITY, 0.0f, 0};
+  if (lane < chunks) part = partials[row_index * chunks + lane];
+  float row_max = part.max;
+  unsigned long long best = part.best;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    row_max = fmaxf(row_max, __shfl_xor_sync(kFullMask, row_max, offset));
+    best = max(best, __shfl_xor_sync(kFullMask, best, offset));
+  }
+  float sum = part.max == -INFINITY ? 0.0f : part.sum * expf(part.max - row_max);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
+  if (lane == 0) {
+    const float log_sum_exp = row_max == -INFINITY ? -INFINITY : row_max + logf(sum);
+    const float z = key_value(static_cast<uint32_t>(best >> 32));
+    values[row_index] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
+    indices[row_index] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
+  }
+}
+
+// Chunks per row for the split argmax: enough blocks for two per multiprocessor, each chunk at least one
+// pass of the block over the row; 1 means the one-block-per-row kernel.
+int argmax_chunks(int64_t rows, int vectors) {
+  const int64_t wanted = (2 * static_cast<int64_t>(context().properties.multiProcessorCount) + rows - 1) / rows;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({wanted, 32, vectors / kThreads})));
+}
+
 __global__ void suppression_bitmap_kernel(const int32_t* __restrict__ ids, int64_t count, int vocab,
                                           uint32_t* __restrict__ bitmap) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
@@ -401,7 +485,16 @@ int group_count(int vocab) {
 template <typename T, typename B, int N>
 void launch_topk(const TopkArguments<T, B>& args, int64_t rows, TopkAlgorithm algorithm, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(rows);
-  if (args.k == 1) {
+  const int chunks = args.k == 1 ? argmax_chunks(rows, args.vocab / N) : 1;
+  if (chunks > 1) {
+    static_assert(sizeof(ArgmaxPartial) % sizeof(int32_t) == 0, "partials are stored in an int32 tensor");
+    constexpr int64_t kWords = sizeof(ArgmaxPartial) / sizeof(int32_t);
+    Tensor partials({rows, chunks * kWords}, DataType::I32, Device::CUDA);
+    auto* partial = static_cast<ArgmaxPartial*>(partials.raw());
+    log_softmax_argmax_chunk_kernel<T, B, N><<<dim3(chunks, blocks), kThreads, 0, stream>>>(args, partial);
+    CUDA_CHECK_LAUNCH();
+    log_softmax_argmax_merge_kernel<<<blocks, 32, 0, stream>>>(partial, chunks, args.values, args.indices);
+  } else if (args.k == 1) {
     log_softmax_argmax_kernel<T, B, N><<<blocks, kThreads, 0, stream>>>(args);
   } else {
     const int groups = group_count<N>(args.vocab);

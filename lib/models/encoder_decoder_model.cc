@@ -253,7 +253,9 @@ void EncoderDecoderModel::finish_step(EncoderDecoderState& state) {
 }
 
 Tensor EncoderDecoderModel::logits(const Tensor& x) const {
-  return ops::matmul(x, output_weight_, {/*transpose_b=*/true, 1.0f, /*fp32_output=*/true});  // [rows, V]
+  ops::MatmulOptions options;
+  options.fp32_output = true;
+  return ops::matmul(x, output_weight_, options);  // [rows, V]
 }
 
 Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int32_t>& input_ids) {
@@ -279,6 +281,38 @@ void EncoderDecoderModel::select_candidates(const Tensor& x, int k, Tensor& valu
   ops::log_softmax_topk(logits(x), options, values, ids);
 }
 
+void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values,
+                                         Tensor& ids) {
+  if (state.graphs_version != suppressed_version_) {
+    state.graphs.clear();
+    state.launched.clear();
+    state.graphs_version = suppressed_version_;
+  }
+  const std::pair<int64_t, int> key{rows, k};
+  StepGraph* step_graph = nullptr;
+  if (const auto recorded = state.graphs.find(key); recorded != state.graphs.end()) {
+    step_graph = recorded->second.get();
+    ++step_counts_.replayed;
+  } else if (state.launched.insert(key).second) {
+    // A shape's first step runs op by op: a shape met once (a bucket the shrinking batch passes in one
+    // step) costs no recording, which takes longer than launching the ops.
+    select_candidates(decode(state, rows), k, values, ids);
+    ++step_counts_.launched;
+    return;
+  } else {
+    // Slots only shrink: graphs for more rows will not be replayed again.
+    state.graphs.erase(state.graphs.upper_bound({rows, INT32_MAX}), state.graphs.end());
+    auto created = std::make_unique<StepGraph>(options_.device);
+    step_graph = created.get();
+    step_graph->graph.capture([&] { select_candidates(decode(state, rows), k, step_graph->values, step_graph->ids); });
+    state.graphs.emplace(key, std::move(created));
+    ++step_counts_.captured;
+  }
+  step_graph->graph.replay();
+  values = step_graph->values;
+  ids = step_graph->ids;
+}
+
 void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,
                                           const CandidateRequest& request, StepCandidates& candidates) {
   if (!options_.fused_output) {
@@ -295,37 +329,10 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
   const int64_t slots = state.slots();
   const int64_t rows = prepare_step(state, input_ids, graph);
   Tensor values, ids;
-  const auto record = [&](Tensor& out_values, Tensor& out_ids) {
-    select_candidates(decode(state, rows), request.k, out_values, out_ids);
-  };
-  const std::pair<int64_t, int> key{rows, request.k};
-  if (state.graphs_version != suppressed_version_) {
-    state.graphs.clear();
-    state.launched.clear();
-    state.graphs_version = suppressed_version_;
-  }
-  const auto recorded = state.graphs.find(key);
-  if (graph && recorded != state.graphs.end()) {
-    recorded->second->graph.replay();
-    ++step_counts_.replayed;
-    values = recorded->second->values;
-    ids = recorded->second->ids;
-  } else if (graph && !state.launched.insert(key).second) {
-    // Recorded on a shape's second step: a shape seen once (a bucket the shrinking batch passes through
-    // in one step) costs no recording, which takes longer than launching the ops.
-    // Slots only shrink: graphs for more rows will not be replayed again.
-    state.graphs.erase(state.graphs.upper_bound({rows, INT32_MAX}), state.graphs.end());
-    auto step_graph = std::make_unique<StepGraph>(options_.device);
-    StepGraph& created = *step_graph;
-    created.graph.capture([&] { record(created.values, created.ids); });
-    created.graph.replay();
-    ++step_counts_.captured;
-    values = created.values;
-    ids = created.ids;
-    state.graphs.emplace(key, std::move(step_graph));
+  if (graph) {
+    run_step_graph(state, rows, request.k, values, ids);
   } else {
-    // The first step of a shape runs op by op, which also lets libraries finish any lazy setup outside a graph.
-    record(values, ids);
+    select_candidates(decode(state, rows), request.k, values, ids);
     ++step_counts_.launched;
   }
   finish_step(state);

@@ -69,6 +69,9 @@ class EncoderDecoderModel : public StepModel {
   Tensor logits(const Tensor& x) const;
   // The fused output layer: the k best log-probs per row and their ids.
   void select_candidates(const Tensor& x, int k, Tensor& values, Tensor& ids) const;
+  // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
+  // op on the shape's first step and recorded on its second (a shape met once costs no recording).
+  void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values, Tensor& ids);
   // After a step: positions advance and the pending reorder is spent.
   static void finish_step(EncoderDecoderState& state);
   bool use_graphs() const;

@@ -213,6 +213,15 @@ TEST_CASE("cuda log_softmax_topk covers many rows", "[gpu]") {
     check_case({512, 32000, k, DataType::F16, BiasKind::Same, Pattern::Uniform, true, cuda::TopkAlgorithm::Auto});
 }
 
+// Few rows split each row across blocks for k = 1 (a chunk kernel and a merge kernel).
+TEST_CASE("cuda log_softmax_topk argmax over few rows equals a full sort", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  for (int64_t rows : {1, 2, 3, 40, 128, 300})
+    for (DataType dtype : {DataType::F32, DataType::F16})
+      for (Pattern pattern : {Pattern::Uniform, Pattern::Ties, Pattern::MostlyInf})
+        check_case({rows, 32000, 1, dtype, BiasKind::Same, pattern, true, cuda::TopkAlgorithm::Auto});
+}
+
 TEST_CASE("cuda log_softmax_topk rejects bad arguments", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const Tensor logits = testing::random_floats({2, 10}).to(Device::CUDA);
