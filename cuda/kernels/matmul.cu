@@ -1,14 +1,133 @@
-// matmul: one cuBLAS GEMM through the row-major wrapper in cuda/runtime/gemm.
+// matmul: cuBLAS through the row-major wrapper in cuda/runtime/gemm, except fp16 products with at most
+// 8 rows (a decoder step at batch 1, or a few beams), where cuBLAS takes ~5 us per call for 0.5-2 MB of
+// weights: a weight-streaming kernel with one warp per output column does them in about half that,
+// with the bias and ReLU epilogue folded in.
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/gemm.h"
 
 namespace seqtrans::cuda {
+namespace {
+
+constexpr int kSmallRows = 8;
+constexpr int kSmallMaxThreads = 256;  // up to 8 warps, one output column each
+constexpr size_t kSmallSharedBytes = 32 * 1024;
+
+template <typename Out>
+struct SmallGemmArguments {
+  const __half* a;     // [m, k]
+  const __half* b;     // [n, k] (transposed operand)
+  const __half* bias;  // [n] or null (fp16 output only)
+  Out* c;              // [m, n]
+  int n, k;
+  float alpha;
+  bool relu;
+};
+
+// c[r, col] = alpha * a[r, :] . b[col, :] (+ bias[col], ReLU) for r < M. a is staged in shared memory;
+// each lane reads 16-byte slices of the weight row and keeps M fp32 sums.
+template <typename Out, int M>
+__global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(SmallGemmArguments<Out> args) {
+  extern __shared__ uint4 staged[];  // [M, k / 8] vectors of 8 halves
+  const int vectors = args.k / 8;
+  for (int i = threadIdx.x; i < M * vectors; i += blockDim.x) staged[i] = reinterpret_cast<const uint4*>(args.a)[i];
+  __syncthreads();
+  const int lane = threadIdx.x % 32;
+  const int column = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (column >= args.n) return;  // the whole warp leaves together, after the barrier
+  const uint4* weights = reinterpret_cast<const uint4*>(args.b + static_cast<int64_t>(column) * args.k);
+  float sums[M];
+#pragma unroll
+  for (int r = 0; r < M; ++r) sums[r] = 0.0f;
+  for (int v = lane; v < vectors; v += 32) {
+    const uint4 w = weights[v];
+    const __half2* w2 = reinterpret_cast<const __half2*>(&w);
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      const uint4 x = staged[r * vectors + v];
+      const __half2* x2 = reinterpret_cast<const __half2*>(&x);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 wf = __half22float2(w2[e]), xf = __half22float2(x2[e]);
+        sums[r] = fmaf(wf.x, xf.x, fmaf(wf.y, xf.y, sums[r]));
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    float value = warp_sum(sums[r]) * args.alpha;
+    if (lane == r) {
+      if (args.bias != nullptr) value += __half2float(args.bias[column]);
+      if (args.relu) value = fmaxf(value, 0.0f);
+      args.c[static_cast<int64_t>(r) * args.n + column] = from_float<Out>(value);
+    }
+  }
+}
+
+template <typename Out, int M>
+void launch_small_rows(const SmallGemmArguments<Out>& args, cudaStream_t stream) {
+  // Narrow outputs: 4 columns per block, so that 512 columns still spread over 128 multiprocessors. Wide
+  // ones (the logits): 8, so that fewer blocks stage the rows of a.
+  const int threads = args.n <= 4096 ? 128 : kSmallMaxThreads, columns = threads / 32;
+  const unsigned blocks = static_cast<unsigned>((args.n + columns - 1) / columns);
+  const size_t shared = static_cast<size_t>(M) * args.k * sizeof(__half);
+  small_rows_gemm_kernel<Out, M><<<blocks, threads, shared, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename Out>
+void dispatch_small_rows(const SmallGemmArguments<Out>& args, int m, cudaStream_t stream) {
+  switch (m) {
+    case 1: launch_small_rows<Out, 1>(args, stream); break;
+    case 2: launch_small_rows<Out, 2>(args, stream); break;
+    case 3: launch_small_rows<Out, 3>(args, stream); break;
+    case 4: launch_small_rows<Out, 4>(args, stream); break;
+    case 5: launch_small_rows<Out, 5>(args, stream); break;
+    case 6: launch_small_rows<Out, 6>(args, stream); break;
+    case 7: launch_small_rows<Out, 7>(args, stream); break;
+    default: launch_small_rows<Out, 8>(args, stream); break;
+  }
+}
+
+// The small-rows kernel applies: fp16 operands, b transposed, 16-byte rows, a fits shared memory, and an
+// epilogue it can fold (a bias of the output's dtype, ReLU or none; fp32 output only without a bias).
+bool small_rows_apply(const Tensor& a, const Tensor& b, const Tensor& c, const ops::MatmulOptions& options) {
+  const int64_t m = a.dim(0), k = a.dim(1);
+  const bool epilogue = options.bias == nullptr ||
+                        (c.dtype() == DataType::F16 && (!options.activation || options.activation == Activation::Relu));
+  return a.dtype() == DataType::F16 && options.transpose_b && m >= 1 && m <= kSmallRows && k > 0 && k % 8 == 0 &&
+         static_cast<size_t>(m * k) * sizeof(__half) <= kSmallSharedBytes && c.dim(1) > 0 && epilogue &&
+         is_aligned(a.raw(), 16) && is_aligned(b.raw(), 16);
+}
+
+template <typename Out>
+void run_small_rows(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options,
+                    cudaStream_t stream) {
+  SmallGemmArguments<Out> args;
+  args.a = a.data<__half>();
+  args.b = b.data<__half>();
+  args.bias = options.bias != nullptr ? options.bias->data<__half>() : nullptr;
+  args.c = c.data<Out>();
+  args.n = static_cast<int>(c.dim(1));
+  args.k = static_cast<int>(a.dim(1));
+  args.alpha = options.alpha;
+  args.relu = options.activation == Activation::Relu;
+  dispatch_small_rows(args, static_cast<int>(a.dim(0)), stream);
+}
+
+}  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream) {
   check_on_device("matmul", "a", a);
   check_on_device("matmul", "b", b);
   check_same_dtype("matmul", "c", c, options.fp32_output ? DataType::F32 : a.dtype());
+  if (small_rows_apply(a, b, c, options)) {
+    if (c.dtype() == DataType::F32)
+      run_small_rows<float>(a, b, c, options, stream);
+    else
+      run_small_rows<__half>(a, b, c, options, stream);
+    return;
+  }
   GemmProblem problem;
   problem.a = a.raw();
   problem.b = b.raw();

@@ -50,6 +50,38 @@ TEST_CASE("cuda matmul with a bias and activation epilogue matches the CPU", "[g
         }
 }
 
+TEST_CASE("cuda matmul with at most 8 rows (the small-rows kernel) matches the CPU", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  // fp16 inputs with fp16 or fp32 output; odd column counts and both block widths (n <= 4096 and wider).
+  const int64_t shapes[][3] = {{1, 512, 32000}, {4, 512, 1001}, {8, 2048, 512}, {3, 8, 7}, {8, 512, 4100}};
+  for (const auto& shape : shapes)
+    for (bool fp32_output : {false, true})
+      for (bool with_bias : {false, true}) {
+        if (fp32_output && with_bias) continue;  // fp32 bias epilogues are not used by the model
+        const int64_t m = shape[0], k = shape[1], n = shape[2];
+        CAPTURE(m, k, n, fp32_output, with_bias);
+        const auto rounded = [](const Tensor& x) { return x.to(DataType::F16).to(DataType::F32); };
+        const Tensor a = rounded(random_floats({m, k}, -1.0f, 1.0f));
+        const Tensor b = rounded(random_floats({n, k}, -0.1f, 0.1f));
+        const Tensor bias = rounded(random_floats({n}, -1.0f, 1.0f));
+        ops::MatmulOptions options;
+        options.alpha = 0.5f;
+        options.fp32_output = fp32_output;
+        if (with_bias) {
+          options.bias = &bias;
+          options.activation = Activation::Relu;
+        }
+        const Tensor expected = ops::matmul(a, b, options);
+        const Tensor gpu_bias = bias.to(DataType::F16).to(Device::CUDA);
+        if (with_bias) options.bias = &gpu_bias;
+        const Tensor got =
+            ops::matmul(a.to(DataType::F16).to(Device::CUDA), b.to(DataType::F16).to(Device::CUDA), options);
+        cuda::synchronize();
+        REQUIRE(got.dtype() == (fp32_output ? DataType::F32 : DataType::F16));
+        CHECK(max_relative_error(got.to_float_vector(), expected.to_float_vector()) < (fp32_output ? 1e-4 : 1e-2));
+      }
+}
+
 #endif
 
 // The front end's checks are the same on every device.
