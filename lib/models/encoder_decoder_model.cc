@@ -198,20 +198,28 @@ int64_t EncoderDecoderModel::prepare_step(EncoderDecoderState& state, const std:
   const int64_t rows = graph ? row_bucket(slots) : slots;
   int64_t capacity = std::max(state.capacity, kInitialCacheCapacity);
   while (capacity <= position) capacity = std::min<int64_t>(capacity * 2, config_.max_positions);
-  if (rows > state.rows || capacity != state.capacity) {
-    const int64_t new_rows = std::max(rows, state.rows), d = config_.d_model;
-    for (DecoderLayerCache& cache : state.layers) {
-      cache.self_keys = regrow(cache.self_keys, new_rows, capacity, {d}, options_.dtype, options_.device);
-      cache.self_values = regrow(cache.self_values, new_rows, capacity, {d}, options_.dtype, options_.device);
-    }
-    state.history = regrow(state.history, new_rows, capacity, {}, DataType::I32, options_.device);
-    if (new_rows != state.rows) state.step_inputs = Tensor({kStepInputs, new_rows}, DataType::I32, options_.device);
-    state.rows = new_rows;
-    state.capacity = capacity;
-    state.graphs.clear();
-    state.launched.clear();
-  }
+  if (rows > state.rows || capacity != state.capacity) reallocate(state, std::max(rows, state.rows), capacity);
+  upload_step_inputs(state, input_ids);
+  return rows;
+}
 
+void EncoderDecoderModel::reallocate(EncoderDecoderState& state, int64_t rows, int64_t capacity) const {
+  const int64_t d = config_.d_model;
+  for (DecoderLayerCache& cache : state.layers) {
+    cache.self_keys = regrow(cache.self_keys, rows, capacity, {d}, options_.dtype, options_.device);
+    cache.self_values = regrow(cache.self_values, rows, capacity, {d}, options_.dtype, options_.device);
+  }
+  state.history = regrow(state.history, rows, capacity, {}, DataType::I32, options_.device);
+  if (rows != state.rows) state.step_inputs = Tensor({kStepInputs, rows}, DataType::I32, options_.device);
+  state.rows = rows;
+  state.capacity = capacity;
+  state.graphs.clear();  // they point at the old buffers
+  state.launched.clear();
+}
+
+void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const std::vector<int32_t>& input_ids) const {
+  const int64_t slots = state.slots();
+  const int32_t position = state.positions.front();
   // Padding rows (graphs only) decode a start token at the same position, attending to no earlier key:
   // they write only where nothing has been written yet and read nothing the slots wrote.
   std::vector<int32_t> inputs(static_cast<size_t>(kStepInputs * state.rows), 0);
@@ -226,7 +234,6 @@ int64_t EncoderDecoderModel::prepare_step(EncoderDecoderState& state, const std:
   std::iota(row(kReorder), row(kReorder) + state.rows, 0);
   std::copy(state.reorder.begin(), state.reorder.end(), row(kReorder));
   state.step_inputs.copy_from(Tensor::from_ints(state.step_inputs.shape(), inputs));
-  return rows;
 }
 
 Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) const {

@@ -62,6 +62,11 @@ class EncoderDecoderModel : public StepModel {
   // Checks the step's ids, sizes the state's buffers and uploads the step's inputs; returns the rows the
   // step computes: the slots, padded up to a bucket when the step runs as a graph.
   int64_t prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph);
+  // New self-attention buffers of `rows` slots and `capacity` positions, keeping what was written;
+  // drops the graphs recorded against the old ones.
+  void reallocate(EncoderDecoderState& state, int64_t rows, int64_t capacity) const;
+  // The step's per-row inputs ([kStepInputs, rows] int32) in one host-to-device copy, padding rows included.
+  void upload_step_inputs(EncoderDecoderState& state, const std::vector<int32_t>& input_ids) const;
   // The decoder layers for one step over `rows` rows: device work only, so a graph can record it.
   // Returns the top layer's output [rows, d].
   Tensor decode(EncoderDecoderState& state, int64_t rows) const;
