@@ -1,6 +1,7 @@
 // append_self_attention_step: qkv [s, 3d] + bias split into the query [s, d] and the key and value rows of
-// the caches [s, capacity, d] at (slot, positions[slot]), plus history[slot, positions[slot]] = slot; one
-// launch replaces add_bias_split and two kv_cache_writes.
+// the caches [rows, capacity, d] at (cache row, positions[slot]), plus history[slot, positions[slot]] = that
+// cache row (the slot itself, or cache_rows[slot] for a pool); one launch replaces add_bias_split and two
+// kv_cache_writes.
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 
@@ -10,9 +11,11 @@ namespace {
 template <typename T>
 struct StepOutputs {
   T* query;        // [s, d]
-  T* key_cache;    // [s, capacity, d]
-  T* value_cache;  // [s, capacity, d]
+  T* key_cache;    // [rows, capacity, d]
+  T* value_cache;  // [rows, capacity, d]
   int32_t* history;  // [s, capacity]
+  const int32_t* cache_rows;  // [s], or null: slot s writes row s
+  int64_t rows;               // cache rows
 };
 
 // One thread per N-element vector of qkv. part_vectors: vectors in d.
@@ -34,24 +37,29 @@ __global__ void append_self_attention_step_kernel(const T* __restrict__ qkv, con
       continue;
     }
     const int32_t position = positions[slot];
-    if (position < 0 || position >= capacity) continue;
-    const int64_t cache_row = slot * capacity + position;
+    const int64_t row = outputs.cache_rows != nullptr ? outputs.cache_rows[slot] : slot;
+    if (position < 0 || position >= capacity || row < 0 || row >= outputs.rows) continue;
+    const int64_t cache_entry = row * capacity + position;
     T* cache = part == 1 ? outputs.key_cache : outputs.value_cache;
-    reinterpret_cast<V*>(cache)[cache_row * part_vectors + c] = value;
-    if (part == 1 && c == 0) outputs.history[cache_row] = static_cast<int32_t>(slot);
+    reinterpret_cast<V*>(cache)[cache_entry * part_vectors + c] = value;
+    if (part == 1 && c == 0) outputs.history[slot * capacity + position] = static_cast<int32_t>(row);
   }
 }
 
 template <typename T>
 void launch_append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions,
-                                       Tensor& key_cache, Tensor& value_cache, Tensor& history, Tensor& query,
-                                       cudaStream_t stream) {
+                                       Tensor& key_cache, Tensor& value_cache, Tensor& history,
+                                       const Tensor* cache_rows, Tensor& query, cudaStream_t stream) {
   constexpr int kThreads = 256;
   constexpr int kWidth = kVectorWidth<T>;
   const int64_t count = qkv.elements(), width = query.dim(1), capacity = key_cache.dim(1);
   if (count == 0) return;
-  const StepOutputs<T> outputs{query.data<T>(), key_cache.data<T>(), value_cache.data<T>(),
-                               history.data<int32_t>()};
+  const StepOutputs<T> outputs{query.data<T>(),
+                               key_cache.data<T>(),
+                               value_cache.data<T>(),
+                               history.data<int32_t>(),
+                               cache_rows != nullptr ? cache_rows->data<int32_t>() : nullptr,
+                               key_cache.dim(0)};
   const bool aligned = is_aligned(qkv.raw(), 16) && is_aligned(bias.raw(), 16) && is_aligned(outputs.query, 16) &&
                        is_aligned(outputs.key_cache, 16) && is_aligned(outputs.value_cache, 16);
   if (width % kWidth == 0 && aligned) {
@@ -67,7 +75,8 @@ void launch_append_self_attention_step(const Tensor& qkv, const Tensor& bias, co
 }  // namespace
 
 void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                Tensor& value_cache, Tensor& history, Tensor& query, cudaStream_t stream) {
+                                Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query,
+                                cudaStream_t stream) {
   const char* op = "append_self_attention_step";
   check_on_device(op, "qkv", qkv);
   check_on_device(op, "bias", bias);
@@ -76,16 +85,19 @@ void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Ten
   check_on_device(op, "value_cache", value_cache);
   check_on_device(op, "history", history);
   check_on_device(op, "query", query);
+  if (cache_rows != nullptr) check_on_device(op, "cache_rows", *cache_rows);
   check_same_dtype(op, "bias", bias, qkv.dtype());
   check_same_dtype(op, "key_cache", key_cache, qkv.dtype());
   check_same_dtype(op, "value_cache", value_cache, qkv.dtype());
   check_same_dtype(op, "query", query, qkv.dtype());
   switch (qkv.dtype()) {
     case DataType::F16:
-      launch_append_self_attention_step<__half>(qkv, bias, positions, key_cache, value_cache, history, query, stream);
+      launch_append_self_attention_step<__half>(qkv, bias, positions, key_cache, value_cache, history, cache_rows,
+                                                query, stream);
       break;
     case DataType::F32:
-      launch_append_self_attention_step<float>(qkv, bias, positions, key_cache, value_cache, history, query, stream);
+      launch_append_self_attention_step<float>(qkv, bias, positions, key_cache, value_cache, history, cache_rows,
+                                               query, stream);
       break;
     case DataType::I32: throw Error("append_self_attention_step: qkv must be fp32 or fp16");
   }

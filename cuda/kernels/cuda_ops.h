@@ -24,10 +24,11 @@ void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, cons
 // gets zeros). Rank 2 always takes the decode kernel.
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out, cudaStream_t stream);
-// One launch. A slot whose position is outside the cache gets its query row but writes nothing to the
-// caches or the history (the CPU throws).
+// One launch. A slot whose position or cache row is outside the cache gets its query row but writes nothing
+// to the caches or the history (the CPU throws, except for the negative cache rows of padding).
 void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                Tensor& value_cache, Tensor& history, Tensor& query, cudaStream_t stream);
+                                Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query,
+                                cudaStream_t stream);
 // Slots whose position is outside the cache are left unwritten (the CPU throws).
 void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions, cudaStream_t stream);
 // Out-of-range indices give zero rows (the CPU throws).
@@ -37,6 +38,8 @@ void copy(const Tensor& src, Tensor& dst, cudaStream_t stream);
 // Any dtype; one cudaMemcpy2DAsync on the stream (graph capturable), rows as pitches (one plain copy when
 // the rows are equal, a copy per row past the device's pitch limit).
 void copy_prefix(const Tensor& src, Tensor& dst, cudaStream_t stream);
+// Any dtype; one launch. Rows outside dst are skipped (the CPU throws).
+void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst, cudaStream_t stream);
 // fp32 <-> fp16 (round to nearest even); same dtype copies.
 void convert(const Tensor& x, Tensor& out, cudaStream_t stream);
 

@@ -20,12 +20,13 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
                const ops::AttentionOptions& options, Tensor& out);
 // Throws before writing anything when a position is outside the cache.
 void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                Tensor& value_cache, Tensor& history, Tensor& query);
+                                Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query);
 void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions);
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
 // Any dtype (bytes are copied).
 void copy(const Tensor& src, Tensor& dst);
 void copy_prefix(const Tensor& src, Tensor& dst);
+void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);
 
 void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& ids);
 

@@ -37,7 +37,7 @@ Tensor SelfAttention::step(const Tensor& x, Tensor& key_cache, Tensor& value_cac
                            const DecoderStepInputs& inputs) const {
   const int64_t slots = x.dim(0), d = shape_.d_model;
   const Tensor query = ops::append_self_attention_step(qkv_.project(x), qkv_.bias(), inputs.positions, key_cache,
-                                                       value_cache, inputs.history);
+                                                       value_cache, inputs.history, inputs.cache_rows);
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &inputs.history;
   const Tensor context =

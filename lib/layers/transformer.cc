@@ -24,6 +24,14 @@ void DecoderLayer::project_memory(const Tensor& encoder_output, int64_t batch, D
   cross_attention_.project_memory(encoder_output, batch, cache.cross_keys, cache.cross_values);
 }
 
+void DecoderLayer::project_memory_into(const Tensor& encoder_output, int64_t batch, const Tensor& pool_rows,
+                                       DecoderLayerCache& cache) const {
+  Tensor keys, values;  // [b, t, d]
+  cross_attention_.project_memory(encoder_output, batch, keys, values);
+  ops::scatter_prefix(keys, pool_rows, cache.cross_keys);
+  ops::scatter_prefix(values, pool_rows, cache.cross_values);
+}
+
 Tensor DecoderLayer::step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const {
   const Tensor after_self = self_attention_.step(x, cache.self_keys, cache.self_values, inputs);
   const Tensor after_cross = cross_attention_.step(after_self, cache.cross_keys, cache.cross_values, inputs);

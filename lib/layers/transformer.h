@@ -23,8 +23,8 @@ class EncoderLayer {
 // read through the history table (beam reorders permute only that), the encoder memory through each
 // slot's sentence (the beams of a sentence share it).
 struct DecoderLayerCache {
-  Tensor self_keys;     // [s, capacity, d]: slot s's key for position t at row s (history says whose)
-  Tensor self_values;   // [s, capacity, d]
+  Tensor self_keys;     // [cache rows, capacity, d]: a slot's key for position t at its cache row
+  Tensor self_values;   // [cache rows, capacity, d]
   Tensor cross_keys;    // [sentences, source_len, d]
   Tensor cross_values;  // [sentences, source_len, d]
 };
@@ -36,6 +36,7 @@ struct DecoderStepInputs {
   Tensor& history;               // [s, capacity] int32: the cache row holding each slot's key t
   const Tensor& sentences;       // [s] int32: each slot's row of the encoder memory
   const Tensor& source_lengths;  // [s] int32: its length
+  const Tensor* cache_rows = nullptr;  // [s] int32: the cache row each slot writes (null: row s)
 };
 
 class DecoderLayer {
@@ -43,6 +44,10 @@ class DecoderLayer {
   DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config);
   // Fills cache.cross_keys/values from the encoder output [b*t, d].
   void project_memory(const Tensor& encoder_output, int64_t batch, DecoderLayerCache& cache) const;
+  // Projects the encoder output [b*t, d] of b sentences and writes each into its row of the memory pool
+  // (cache.cross_keys/values [pool sentences, capacity >= t, d]): pool_rows [b] int32.
+  void project_memory_into(const Tensor& encoder_output, int64_t batch, const Tensor& pool_rows,
+                           DecoderLayerCache& cache) const;
   // x: [s, d] -> [s, d]; appends this step's keys and values to the cache.
   Tensor step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const;
 

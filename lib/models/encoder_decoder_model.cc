@@ -19,28 +19,47 @@ struct StepGraph {
   Tensor ids;     // [rows, k]
 };
 
-// Decoder state of one batch: one slot per active hypothesis. Keys and values stay where they were
-// written; select() changes host-side maps only, and the next step applies them on the device.
+// Decoder state of a run: one slot per active hypothesis, each at its own position. Sentences join
+// (admit) and leave (select) between steps. Keys and values stay where they were written, in pools:
+//  - the self-attention cache is a pool of cache rows of `capacity` positions. Each sentence owns some
+//    rows (one per slot it has had at once) until it leaves; its slots write their keys there, at their
+//    position, and read them through the history table, so beam reorders move only indices;
+//  - the encoder memory is a pool of sentence rows of `source_capacity` positions.
+// Whole cache rows rather than paged blocks: the attention kernels already address (row, position), and
+// at our budgets (hundreds of rows x a few hundred positions) the pool fits memory many times over.
 class EncoderDecoderState : public DecoderState {
  public:
   int64_t slots() const override { return static_cast<int64_t>(positions.size()); }
 
   // Per slot, on the host.
-  std::vector<int32_t> positions;  // tokens already fed
-  std::vector<int32_t> sentences;  // its source sentence (its row of the encoder memory)
-  std::vector<int32_t> reorder;    // the slot of the last step it continues (identity after a step)
-  std::vector<int32_t> source_lengths;  // per sentence
+  std::vector<int32_t> positions;   // tokens already fed
+  std::vector<int32_t> sentences;   // its sentence's row of the memory pool
+  std::vector<int32_t> reorder;     // the slot of the last step it continues (itself after a step, or new)
+  std::vector<int32_t> cache_rows;  // the cache row it writes
 
-  // On the device. The self-attention buffers hold `rows` slots of `capacity` positions; graphs
-  // recorded against them stay valid until they are reallocated.
-  std::vector<DecoderLayerCache> layers;  // cross keys/values per sentence, self caches [rows, capacity, d]
+  // Per memory-pool row, on the host.
+  std::vector<int32_t> source_lengths;                  // [sentence rows]
+  std::vector<std::vector<int32_t>> sentence_cache_rows;  // cache rows each sentence owns
+  std::vector<int32_t> free_sentences;                  // memory-pool rows free for new sentences
+  std::vector<int32_t> free_cache_rows;                 // cache rows no sentence owns
+
+  // On the device. Graphs recorded against these buffers stay valid until the buffers move.
+  std::vector<DecoderLayerCache> layers;  // self caches [rows, capacity, d], memory [sentence rows, source_capacity, d]
   Tensor history;                         // [rows, capacity] int32, see DecoderStepInputs
   Tensor step_inputs;                     // [kStepInputs, rows] int32, uploaded once per step
-  int64_t rows = 0;
+  int64_t rows = 0;                       // cache rows = history rows = most slots a step can hold
   int64_t capacity = 0;
+  int64_t sentence_rows = 0;
+  int64_t source_capacity = 0;
+  std::vector<int32_t> suppressed_host;   // the suppressed-id list the graphs were recorded with
+  Tensor suppressed_device;
   std::map<std::pair<int64_t, int>, std::unique_ptr<StepGraph>> graphs;  // (rows, k) -> recorded step
   std::set<std::pair<int64_t, int>> launched;  // (rows, k) run op by op since the buffers last changed
-  int graphs_version = -1;                     // suppressed-id version the graphs use
+
+  void drop_graphs() {
+    graphs.clear();
+    launched.clear();
+  }
 };
 
 namespace {
@@ -49,7 +68,16 @@ namespace {
 constexpr int64_t kInitialCacheCapacity = 32;
 
 // Rows of step_inputs: what one host-to-device copy per step carries.
-enum StepInput { kIds, kPositions, kKeyLengths, kSentences, kSourceLengths, kReorder, kStepInputs };
+enum StepInput {
+  kIds,
+  kPositions,
+  kKeyLengths,
+  kSentences,
+  kSourceLengths,
+  kReorder,
+  kCacheRows,
+  kStepInputs
+};
 
 Tensor ids_tensor(const std::vector<int32_t>& values, Device device) {
   Tensor host = Tensor::from_ints({static_cast<int64_t>(values.size())}, values);
@@ -57,7 +85,7 @@ Tensor ids_tensor(const std::vector<int32_t>& values, Device device) {
 }
 
 // Row counts a step graph is recorded for: 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (powers of two and 1.5x
-// them). A shrinking batch reuses a graph for several steps and pads at most a third of its rows.
+// them). Slot counts that change by a few reuse a graph, padding at most a third of its rows.
 int64_t row_bucket(int64_t slots) {
   int64_t power = 1;
   while (power < slots) {
@@ -65,6 +93,13 @@ int64_t row_bucket(int64_t slots) {
     power *= 2;
   }
   return power;
+}
+
+// The smallest of start, 2 start, 4 start, ... that reaches `needed`, capped at `limit` (if positive).
+int64_t doubled_to(int64_t start, int64_t needed, int64_t limit) {
+  int64_t size = std::max<int64_t>(start, 1);
+  while (size < needed) size *= 2;
+  return limit > 0 ? std::min(size, std::max(limit, needed)) : size;
 }
 
 // A buffer of [rows, capacity, ...] keeping `old`'s contents in its leading rows and positions. The
@@ -79,6 +114,16 @@ Tensor regrow(const Tensor& old, int64_t rows, int64_t capacity, const Shape& tr
     ops::copy_prefix(old, leading);
   }
   return grown;
+}
+
+// Takes the lowest entry of a non-empty free list: lowest first keeps the occupied rows packed at the
+// front of the pools.
+int32_t take_free(std::vector<int32_t>& free_list) {
+  const auto lowest = std::min_element(free_list.begin(), free_list.end());
+  const int32_t entry = *lowest;
+  *lowest = free_list.back();
+  free_list.pop_back();
+  return entry;
 }
 
 void require_supported(const ModelFile& file, const ModelConfig& config) {
@@ -159,22 +204,95 @@ Tensor EncoderDecoderModel::encode_tensor(const std::vector<std::vector<int32_t>
   return x.reshape({batch, time, config_.d_model});
 }
 
-std::unique_ptr<DecoderState> EncoderDecoderModel::encode(const std::vector<std::vector<int32_t>>& sources) {
-  const ProfileScope profile("encoder");
+std::unique_ptr<DecoderState> EncoderDecoderModel::start() {
   auto state = std::make_unique<EncoderDecoderState>();
-  const int64_t batch = static_cast<int64_t>(sources.size());
-  Tensor lengths;
-  const Tensor memory = encode_tensor(sources, lengths);
-  const Tensor memory_rows = memory.reshape({memory.dim(0) * memory.dim(1), memory.dim(2)});
-  state->positions.assign(static_cast<size_t>(batch), 0);
-  state->sentences.resize(static_cast<size_t>(batch));
-  std::iota(state->sentences.begin(), state->sentences.end(), 0);
-  state->reorder = state->sentences;
-  for (const auto& source : sources) state->source_lengths.push_back(static_cast<int32_t>(source.size()));
   state->layers.resize(decoder_layers_.size());
-  for (size_t i = 0; i < decoder_layers_.size(); ++i)
-    decoder_layers_[i].project_memory(memory_rows, batch, state->layers[i]);
   return state;
+}
+
+int64_t EncoderDecoderModel::pool_rows(const DecoderState& state) {
+  return static_cast<const EncoderDecoderState&>(state).rows;
+}
+
+void EncoderDecoderModel::reserve(DecoderState& base_state, const DecoderReservation& reservation) const {
+  auto& state = static_cast<EncoderDecoderState&>(base_state);
+  const int64_t positions = config_.max_positions;
+  // A graph pads its slots up to a bucket, so the pool holds the bucket of the most slots.
+  const int64_t rows = reservation.slots > 0 ? row_bucket(reservation.slots) : 0;
+  // The start token takes position 0: an output of n tokens feeds n positions.
+  const int64_t capacity = std::min<int64_t>(doubled_to(kInitialCacheCapacity, reservation.target_length, 0), positions);
+  grow_decoder_pool(state, std::max(rows, state.rows), std::max(capacity, state.capacity));
+  grow_memory_pool(state, std::max(reservation.sentences, state.sentence_rows),
+                   std::max(std::min(reservation.source_length, positions), state.source_capacity));
+}
+
+void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std::vector<int32_t>>& sources) {
+  auto& state = static_cast<EncoderDecoderState&>(base_state);
+  if (sources.empty()) return;
+  const ProfileScope profile("encoder");
+  Tensor lengths;
+  const Tensor memory = encode_tensor(sources, lengths);  // [b, t, d]
+  const int64_t batch = memory.dim(0), time = memory.dim(1);
+
+  // Rows of the memory pool, from the free list; the pool grows when it runs out.
+  const int64_t missing = std::max<int64_t>(0, batch - static_cast<int64_t>(state.free_sentences.size()));
+  grow_memory_pool(state, state.sentence_rows + missing, time);
+  std::vector<int32_t> rows;
+  for (const auto& source : sources) {
+    const int32_t row = take_free(state.free_sentences);
+    state.source_lengths[row] = static_cast<int32_t>(source.size());
+    rows.push_back(row);
+  }
+  const Tensor pool_rows = ids_tensor(rows, options_.device);
+  const Tensor memory_rows = memory.reshape({batch * time, config_.d_model});
+  for (size_t i = 0; i < decoder_layers_.size(); ++i)
+    decoder_layers_[i].project_memory_into(memory_rows, batch, pool_rows, state.layers[i]);
+
+  // One new slot per sentence, at position 0, continuing nothing; it takes its sentence's first cache row.
+  for (const int32_t row : rows) {
+    if (state.free_cache_rows.empty()) grow_decoder_pool(state, row_bucket(state.rows + 1), state.capacity);
+    const int32_t cache_row = take_free(state.free_cache_rows);
+    state.sentence_cache_rows[row].assign(1, cache_row);
+    state.positions.push_back(0);
+    state.sentences.push_back(row);
+    state.reorder.push_back(static_cast<int32_t>(state.reorder.size()));
+    state.cache_rows.push_back(cache_row);
+  }
+}
+
+void EncoderDecoderModel::grow_decoder_pool(EncoderDecoderState& state, int64_t rows, int64_t capacity) const {
+  if (rows <= state.rows && capacity <= state.capacity) return;
+  rows = std::max(rows, state.rows);
+  capacity = std::max(capacity, state.capacity);
+  const int64_t d = config_.d_model;
+  for (DecoderLayerCache& cache : state.layers) {
+    cache.self_keys = regrow(cache.self_keys, rows, capacity, {d}, options_.dtype, options_.device);
+    cache.self_values = regrow(cache.self_values, rows, capacity, {d}, options_.dtype, options_.device);
+  }
+  state.history = regrow(state.history, rows, capacity, {}, DataType::I32, options_.device);
+  if (rows != state.rows) state.step_inputs = Tensor({kStepInputs, rows}, DataType::I32, options_.device);
+  for (int64_t row = state.rows; row < rows; ++row) state.free_cache_rows.push_back(static_cast<int32_t>(row));
+  state.rows = rows;
+  state.capacity = capacity;
+  state.drop_graphs();  // they point at the old buffers
+}
+
+void EncoderDecoderModel::grow_memory_pool(EncoderDecoderState& state, int64_t sentences, int64_t source_length) const {
+  if (sentences <= state.sentence_rows && source_length <= state.source_capacity) return;
+  sentences = std::max(sentences, state.sentence_rows);
+  const int64_t capacity = std::max(
+      state.source_capacity, doubled_to(kInitialCacheCapacity, source_length, config_.max_positions));
+  const int64_t d = config_.d_model;
+  for (DecoderLayerCache& cache : state.layers) {
+    cache.cross_keys = regrow(cache.cross_keys, sentences, capacity, {d}, options_.dtype, options_.device);
+    cache.cross_values = regrow(cache.cross_values, sentences, capacity, {d}, options_.dtype, options_.device);
+  }
+  for (int64_t row = state.sentence_rows; row < sentences; ++row) state.free_sentences.push_back(static_cast<int32_t>(row));
+  state.source_lengths.resize(static_cast<size_t>(sentences), 0);
+  state.sentence_cache_rows.resize(static_cast<size_t>(sentences));
+  state.sentence_rows = sentences;
+  state.source_capacity = capacity;
+  state.drop_graphs();
 }
 
 bool EncoderDecoderModel::use_graphs() const {
@@ -183,56 +301,38 @@ bool EncoderDecoderModel::use_graphs() const {
 }
 
 int64_t EncoderDecoderModel::prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,
-                                          bool graph) {
+                                          bool graph) const {
   const int64_t slots = state.slots();
   SEQTRANS_CHECK(static_cast<int64_t>(input_ids.size()) == slots, "step: {} ids for {} slots", input_ids.size(),
                  slots);
   SEQTRANS_CHECK(slots > 0, "step: no slots left");
-  // Cache rows are never copied: slot s writes position p at row s, which no slot's history can point
-  // to yet only while all slots are at the same position.
-  const int32_t position = state.positions.front();
-  SEQTRANS_CHECK(std::all_of(state.positions.begin(), state.positions.end(), [&](int32_t p) { return p == position; }),
-                 "step: all slots must be at the same position");
-  SEQTRANS_CHECK(position < config_.max_positions, "output reached the model's {} positions", config_.max_positions);
+  const int32_t furthest = *std::max_element(state.positions.begin(), state.positions.end());
+  SEQTRANS_CHECK(furthest < config_.max_positions, "output reached the model's {} positions", config_.max_positions);
 
   const int64_t rows = graph ? row_bucket(slots) : slots;
-  int64_t capacity = std::max(state.capacity, kInitialCacheCapacity);
-  while (capacity <= position) capacity = std::min<int64_t>(capacity * 2, config_.max_positions);
-  if (rows > state.rows || capacity != state.capacity) reallocate(state, std::max(rows, state.rows), capacity);
+  // Cache rows are handed out per sentence, so the pool has at least one row per slot already.
+  grow_decoder_pool(state, rows, doubled_to(std::max(state.capacity, kInitialCacheCapacity), furthest + 1,
+                                            config_.max_positions));
   upload_step_inputs(state, input_ids);
   return rows;
 }
 
-void EncoderDecoderModel::reallocate(EncoderDecoderState& state, int64_t rows, int64_t capacity) const {
-  const int64_t d = config_.d_model;
-  for (DecoderLayerCache& cache : state.layers) {
-    cache.self_keys = regrow(cache.self_keys, rows, capacity, {d}, options_.dtype, options_.device);
-    cache.self_values = regrow(cache.self_values, rows, capacity, {d}, options_.dtype, options_.device);
-  }
-  state.history = regrow(state.history, rows, capacity, {}, DataType::I32, options_.device);
-  if (rows != state.rows) state.step_inputs = Tensor({kStepInputs, rows}, DataType::I32, options_.device);
-  state.rows = rows;
-  state.capacity = capacity;
-  state.graphs.clear();  // they point at the old buffers
-  state.launched.clear();
-}
-
 void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const std::vector<int32_t>& input_ids) const {
   const int64_t slots = state.slots();
-  const int32_t position = state.positions.front();
-  // Padding rows (graphs only) decode a start token at the same position, attending to no earlier key:
-  // they write only where nothing has been written yet and read nothing the slots wrote.
+  // Padding rows (graphs only) decode a start token at position 0 with no keys and no memory, and write
+  // no cache row: they read and write nothing that a slot uses.
   std::vector<int32_t> inputs(static_cast<size_t>(kStepInputs * state.rows), 0);
   const auto row = [&](StepInput which) { return inputs.begin() + which * state.rows; };
   std::copy(input_ids.begin(), input_ids.end(), row(kIds));
   std::fill(row(kIds) + slots, row(kIds) + state.rows, config_.decoder_start_id);
-  std::fill(row(kPositions), row(kPositions) + state.rows, position);
-  std::fill(row(kKeyLengths), row(kKeyLengths) + slots, position + 1);
+  std::copy(state.positions.begin(), state.positions.end(), row(kPositions));
+  for (int64_t s = 0; s < slots; ++s) row(kKeyLengths)[s] = state.positions[s] + 1;
   std::copy(state.sentences.begin(), state.sentences.end(), row(kSentences));
-  std::fill(row(kSourceLengths), row(kSourceLengths) + state.rows, state.source_lengths.front());
   for (int64_t s = 0; s < slots; ++s) row(kSourceLengths)[s] = state.source_lengths[state.sentences[s]];
   std::iota(row(kReorder), row(kReorder) + state.rows, 0);
   std::copy(state.reorder.begin(), state.reorder.end(), row(kReorder));
+  std::fill(row(kCacheRows), row(kCacheRows) + state.rows, -1);
+  std::copy(state.cache_rows.begin(), state.cache_rows.end(), row(kCacheRows));
   state.step_inputs.copy_from(Tensor::from_ints(state.step_inputs.shape(), inputs));
 }
 
@@ -241,12 +341,11 @@ Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) con
     return state.step_inputs.slice_rows(which, which + 1).reshape({state.rows}).slice_rows(0, rows);
   };
   const Tensor ids = input(kIds), positions = input(kPositions), key_lengths = input(kKeyLengths);
-  const Tensor sentences = input(kSentences), source_lengths = input(kSourceLengths);
+  const Tensor sentences = input(kSentences), source_lengths = input(kSourceLengths), cache_rows = input(kCacheRows);
   // Beam reorders since the last step move history rows only; keys and values stay in place.
   Tensor history = ops::gather_rows(state.history, input(kReorder));  // [rows, capacity]
-  const DecoderStepInputs inputs{positions, key_lengths, history, sentences, source_lengths};
+  const DecoderStepInputs inputs{positions, key_lengths, history, sentences, source_lengths, &cache_rows};
 
-  // Every layer sees all cache rows: after the batch shrinks, slots still read keys that rows past them hold.
   Tensor x = embed(ids, positions, Side::Target);  // [rows, d]
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   Tensor kept = state.history.slice_rows(0, rows);
@@ -277,47 +376,49 @@ Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int
   return result;
 }
 
-void EncoderDecoderModel::select_candidates(const Tensor& x, int k, Tensor& values, Tensor& ids) const {
+void EncoderDecoderModel::select_candidates(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values,
+                                            Tensor& ids) const {
   const ProfileScope profile("output layer");
   // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects.
   ops::TopkOptions options;
   options.k = k;
   options.bias = output_bias_.defined() ? &output_bias_ : nullptr;
-  options.suppressed_ids = suppressed_host_.empty() ? nullptr : &suppressed_device_;
+  options.suppressed_ids = state.suppressed_host.empty() ? nullptr : &state.suppressed_device;
   options.algorithm = options_.topk_algorithm;
   ops::log_softmax_topk(logits(x), options, values, ids);
 }
 
 void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values,
-                                         Tensor& ids) {
-  if (state.graphs_version != suppressed_version_) {
-    state.graphs.clear();
-    state.launched.clear();
-    state.graphs_version = suppressed_version_;
-  }
+                                         Tensor& ids) const {
   const std::pair<int64_t, int> key{rows, k};
   StepGraph* step_graph = nullptr;
   if (const auto recorded = state.graphs.find(key); recorded != state.graphs.end()) {
     step_graph = recorded->second.get();
     ++step_counts_.replayed;
   } else if (state.launched.insert(key).second) {
-    // A shape's first step runs op by op: a shape met once (a bucket the shrinking batch passes in one
-    // step) costs no recording, which takes longer than launching the ops.
-    select_candidates(decode(state, rows), k, values, ids);
+    // A shape's first step runs op by op: a shape met once (a bucket the batch passes in one step) costs
+    // no recording, which takes longer than launching the ops.
+    select_candidates(state, decode(state, rows), k, values, ids);
     ++step_counts_.launched;
     return;
   } else {
-    // Slots only shrink: graphs for more rows will not be replayed again.
-    state.graphs.erase(state.graphs.upper_bound({rows, INT32_MAX}), state.graphs.end());
     auto created = std::make_unique<StepGraph>(options_.device);
     step_graph = created.get();
-    step_graph->graph.capture([&] { select_candidates(decode(state, rows), k, step_graph->values, step_graph->ids); });
+    step_graph->graph.capture(
+        [&] { select_candidates(state, decode(state, rows), k, step_graph->values, step_graph->ids); });
     state.graphs.emplace(key, std::move(created));
     ++step_counts_.captured;
   }
   step_graph->graph.replay();
   values = step_graph->values;
   ids = step_graph->ids;
+}
+
+void EncoderDecoderModel::update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const {
+  if (suppressed == state.suppressed_host && (suppressed.empty() || state.suppressed_device.defined())) return;
+  state.suppressed_host = suppressed;
+  state.suppressed_device = ids_tensor(suppressed, options_.device);
+  state.drop_graphs();  // they read the old copy
 }
 
 void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,
@@ -327,11 +428,7 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
     return;
   }
   auto& state = static_cast<EncoderDecoderState&>(base_state);
-  if (request.suppressed_ids != suppressed_host_) {  // usually the same list every step: copy it once
-    suppressed_host_ = request.suppressed_ids;
-    suppressed_device_ = ids_tensor(suppressed_host_, options_.device);
-    ++suppressed_version_;
-  }
+  update_suppressed(state, request.suppressed_ids);
   const bool graph = use_graphs();
   const int64_t slots = state.slots();
   const int64_t rows = prepare_step(state, input_ids, graph);
@@ -339,7 +436,7 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
   if (graph) {
     run_step_graph(state, rows, request.k, values, ids);
   } else {
-    select_candidates(decode(state, rows), request.k, values, ids);
+    select_candidates(state, decode(state, rows), request.k, values, ids);
     ++step_counts_.launched;
   }
   finish_step(state);
@@ -355,19 +452,48 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
 
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {
   auto& state = static_cast<EncoderDecoderState&>(base_state);
-  std::vector<int32_t> positions, sentences, reorder;
+  const int64_t old_slots = state.slots();
+  std::vector<int32_t> positions, sentences, reorder, cache_rows;
   positions.reserve(sources.size());
   sentences.reserve(sources.size());
   reorder.reserve(sources.size());
+  cache_rows.reserve(sources.size());
+  // The i-th new slot of a sentence writes the sentence's i-th cache row. All its slots sit at one
+  // position p, and nobody has written p in the sentence's rows yet, so any such assignment is safe.
+  std::vector<int32_t> slots_of_sentence(static_cast<size_t>(state.sentence_rows), 0);
+  std::vector<int32_t> first_position(static_cast<size_t>(state.sentence_rows), -1);
   for (int32_t source : sources) {
-    SEQTRANS_CHECK(source >= 0 && source < state.slots(), "select: slot {} out of {}", source, state.slots());
-    positions.push_back(state.positions[source]);
-    sentences.push_back(state.sentences[source]);
+    SEQTRANS_CHECK(source >= 0 && source < old_slots, "select: slot {} out of {}", source, old_slots);
+    const int32_t sentence = state.sentences[source], position = state.positions[source];
+    int32_t& first = first_position[sentence];
+    SEQTRANS_CHECK(first < 0 || first == position, "select: slots of one sentence at positions {} and {}", first,
+                   position);
+    first = position;
+    const size_t index = static_cast<size_t>(slots_of_sentence[sentence]++);
+    if (index == state.sentence_cache_rows[sentence].size()) {
+      if (state.free_cache_rows.empty()) grow_decoder_pool(state, row_bucket(state.rows + 1), state.capacity);
+      state.sentence_cache_rows[sentence].push_back(take_free(state.free_cache_rows));
+    }
+    const std::vector<int32_t>& owned = state.sentence_cache_rows[sentence];
+    positions.push_back(position);
+    sentences.push_back(sentence);
     reorder.push_back(state.reorder[source]);
+    cache_rows.push_back(owned[index]);
+  }
+  // Sentences left with no slot leave: their memory row and cache rows are free again.
+  std::vector<char> had_slot(static_cast<size_t>(state.sentence_rows), 0);
+  for (int32_t sentence : state.sentences) had_slot[sentence] = 1;
+  for (int32_t sentence = 0; sentence < state.sentence_rows; ++sentence) {
+    if (!had_slot[sentence] || slots_of_sentence[sentence] > 0) continue;
+    std::vector<int32_t>& owned = state.sentence_cache_rows[sentence];
+    state.free_cache_rows.insert(state.free_cache_rows.end(), owned.begin(), owned.end());
+    owned.clear();
+    state.free_sentences.push_back(sentence);
   }
   state.positions = std::move(positions);
   state.sentences = std::move(sentences);
   state.reorder = std::move(reorder);
+  state.cache_rows = std::move(cache_rows);
 }
 
 }  // namespace seqtrans

@@ -30,6 +30,14 @@ struct StepCounts {
 
 class EncoderDecoderState;
 
+// Bounds of a run, for EncoderDecoderModel::reserve; 0 leaves a bound to grow on demand.
+struct DecoderReservation {
+  int64_t slots = 0;          // hypotheses decoded at once (beam_size per sentence)
+  int64_t sentences = 0;      // sentences in flight
+  int64_t source_length = 0;  // longest source, EOS included
+  int64_t target_length = 0;  // longest output, EOS included
+};
+
 class EncoderDecoderModel : public StepModel {
  public:
   EncoderDecoderModel(const ModelFile& file, const ModelOptions& options);
@@ -44,13 +52,20 @@ class EncoderDecoderModel : public StepModel {
   // Decoder positions bound the output: the start token takes position 0.
   int max_target_length() const override { return config_.max_positions; }
 
-  std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources) override;
+  std::unique_ptr<DecoderState> start() override;
+  void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& sources) override;
+  // Sizes the state's pools up front (slots in flight, sentences, longest source, longest output), so that
+  // a run within these bounds never reallocates them and records each step graph once.
+  void reserve(DecoderState& state, const DecoderReservation& reservation) const;
   Tensor step(DecoderState& state, const std::vector<int32_t>& input_ids) override;
   void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids, const CandidateRequest& request,
                        StepCandidates& candidates) override;
   void select(DecoderState& state, const std::vector<int32_t>& sources) override;
 
   const StepCounts& step_counts() const { return step_counts_; }
+
+  // Slots the state's decoder pool can hold and graph recordings so far (the benchmark reports them).
+  static int64_t pool_rows(const DecoderState& state);
 
   // Encoder output for a batch, [b, t, d] with t the longest source; exposed for tests.
   Tensor encode_tensor(const std::vector<std::vector<int32_t>>& sources, Tensor& lengths) const;
@@ -61,10 +76,14 @@ class EncoderDecoderModel : public StepModel {
   Tensor embed(const Tensor& ids, const Tensor& positions, Side side) const;
   // Checks the step's ids, sizes the state's buffers and uploads the step's inputs; returns the rows the
   // step computes: the slots, padded up to a bucket when the step runs as a graph.
-  int64_t prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph);
-  // New self-attention buffers of `rows` slots and `capacity` positions, keeping what was written;
-  // drops the graphs recorded against the old ones.
-  void reallocate(EncoderDecoderState& state, int64_t rows, int64_t capacity) const;
+  int64_t prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph) const;
+  // Self-attention buffers of at least `rows` cache rows and `capacity` positions, keeping what was
+  // written; drops the graphs recorded against the old ones when they move.
+  void grow_decoder_pool(EncoderDecoderState& state, int64_t rows, int64_t capacity) const;
+  // Encoder memory buffers of at least `sentences` rows of `source_length` positions, likewise.
+  void grow_memory_pool(EncoderDecoderState& state, int64_t sentences, int64_t source_length) const;
+  // The suppressed-id list on the device, copied again only when it changes (it rarely does).
+  void update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const;
   // The step's per-row inputs ([kStepInputs, rows] int32) in one host-to-device copy, padding rows included.
   void upload_step_inputs(EncoderDecoderState& state, const std::vector<int32_t>& input_ids) const;
   // The decoder layers for one step over `rows` rows: device work only, so a graph can record it.
@@ -73,10 +92,11 @@ class EncoderDecoderModel : public StepModel {
   // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
   Tensor logits(const Tensor& x) const;
   // The fused output layer: the k best log-probs per row and their ids.
-  void select_candidates(const Tensor& x, int k, Tensor& values, Tensor& ids) const;
+  void select_candidates(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values,
+                         Tensor& ids) const;
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
-  void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values, Tensor& ids);
+  void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values, Tensor& ids) const;
   // After a step: positions advance and the pending reorder is spent.
   static void finish_step(EncoderDecoderState& state);
   bool use_graphs() const;
@@ -89,10 +109,8 @@ class EncoderDecoderModel : public StepModel {
   Tensor target_positions_;
   Tensor output_weight_;     // [V_tgt, d]
   Tensor output_bias_;       // [V_tgt], undefined when the model has none
-  std::vector<int32_t> suppressed_host_;  // the last suppressed-id list and its device copy
-  Tensor suppressed_device_;
-  int suppressed_version_ = 0;             // graphs recorded with an older copy are not replayed
-  StepCounts step_counts_;
+  // Statistics only (how steps ran, summed over every state); a step changes nothing else in the model.
+  mutable StepCounts step_counts_;
   std::vector<EncoderLayer> encoder_layers_;
   std::vector<DecoderLayer> decoder_layers_;
 };

@@ -4,7 +4,7 @@
 namespace seqtrans::ops {
 
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                  Tensor& value_cache, Tensor& history) {
+                                  Tensor& value_cache, Tensor& history, const Tensor* cache_rows) {
   const char* op = "append_self_attention_step";
   check_rank(op, "qkv", qkv, 2);
   check_float(op, "qkv", qkv);
@@ -19,7 +19,7 @@ Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const T
   check_rank(op, "key_cache", key_cache, 3);
   check_dtype(op, "key_cache", key_cache, qkv.dtype());
   // The caches may hold more rows than slots: rows past them hold keys that slots' histories still use.
-  SEQTRANS_CHECK(key_cache.dim(0) >= slots, "{}: key_cache has {} rows for {} slots", op, key_cache.dim(0), slots);
+  SEQTRANS_CHECK(cache_rows != nullptr || key_cache.dim(0) >= slots, "{}: key_cache has {} rows for {} slots", op, key_cache.dim(0), slots);
   check_extent(op, "key_cache", key_cache, 2, width);
   SEQTRANS_CHECK(value_cache.defined() && value_cache.shape() == key_cache.shape(),
                  "{}: value_cache {} differs from key_cache {}", op, shape_string(value_cache.shape()),
@@ -29,16 +29,23 @@ Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const T
   check_dtype(op, "history", history, DataType::I32);
   check_extent(op, "history", history, 0, slots);
   check_extent(op, "history", history, 1, key_cache.dim(1));
+  if (cache_rows != nullptr) {
+    check_rank(op, "cache_rows", *cache_rows, 1);
+    check_dtype(op, "cache_rows", *cache_rows, DataType::I32);
+    check_extent(op, "cache_rows", *cache_rows, 0, slots);
+    check_same_device(op, qkv, *cache_rows);
+  }
   const Tensor* operands[] = {&bias, &positions, &key_cache, &value_cache, &history};
   for (const Tensor* operand : operands) check_same_device(op, qkv, *operand);
   Tensor query({slots, width}, qkv.dtype(), qkv.device());
   const ProfileScope profile("other kernels");
   switch (qkv.device()) {
     case Device::CPU:
-      cpu::append_self_attention_step(qkv, bias, positions, key_cache, value_cache, history, query);
+      cpu::append_self_attention_step(qkv, bias, positions, key_cache, value_cache, history, cache_rows, query);
       break;
     case Device::CUDA:
-      SEQTRANS_ON_CUDA(append_self_attention_step, qkv, bias, positions, key_cache, value_cache, history, query);
+      SEQTRANS_ON_CUDA(append_self_attention_step, qkv, bias, positions, key_cache, value_cache, history, cache_rows,
+                       query);
       break;
   }
   return query;

@@ -80,9 +80,11 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
 // bias to qkv [s, 3d] and returns the query [s, d]; writes the key and value rows into key_cache and
 // value_cache [S >= s, capacity, d] at (slot, positions[slot]) and sets history[slot, positions[slot]] = slot
 // (history: [s, capacity] int32, the key_rows of AttentionOptions). positions: [s] int32, each inside the
-// capacity. qkv, bias and the caches share one dtype.
+// capacity. qkv, bias and the caches share one dtype. With cache_rows ([s] int32), slot s writes cache row
+// cache_rows[s] instead of row s (rows of a pool, handed out per sentence); a negative entry writes nothing
+// (a graph's padding row).
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                  Tensor& value_cache, Tensor& history);
+                                  Tensor& value_cache, Tensor& history, const Tensor* cache_rows = nullptr);
 
 // dst = src, same shape and dtype, queued on the device like any other op (a CUDA graph can hold it).
 void copy(const Tensor& src, Tensor& dst);
@@ -90,6 +92,10 @@ void copy(const Tensor& src, Tensor& dst);
 // dst[i, :m, ...] = src[i, :m, ...] for src [n, m, ...] and dst [n, m', ...], m' >= m, equal trailing
 // extents: a cache or index table moved to a longer capacity.
 void copy_prefix(const Tensor& src, Tensor& dst);
+
+// dst[rows[i], :m, ...] = src[i, :m, ...] for src [n, m, ...], rows [n] int32 (distinct, inside dst) and
+// dst [P, m' >= m, ...] with equal trailing extents: sentences' encoder memory moved into a pool's rows.
+void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);
 
 // cache[s, positions[s], :] = values[s, :], in place. cache: [slots, capacity, d]; values: [slots, d];
 // positions: [slots] int32.

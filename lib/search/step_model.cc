@@ -5,6 +5,12 @@
 
 namespace seqtrans {
 
+std::unique_ptr<DecoderState> StepModel::encode(const std::vector<std::vector<int32_t>>& sources) {
+  std::unique_ptr<DecoderState> state = start();
+  admit(*state, sources);
+  return state;
+}
+
 void StepModel::step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids,
                                 const CandidateRequest& request, StepCandidates& candidates) {
   const int64_t slots = static_cast<int64_t>(input_ids.size());

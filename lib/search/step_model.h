@@ -1,5 +1,6 @@
-// The search's only view of a model (DESIGN.md §4): encode a batch once, then score one next token
-// for every active decoder slot. Search code never sees layers, weights or devices.
+// The search's only view of a model (DESIGN.md §4): sentences are encoded into a running decoder state
+// (at its start or while it runs), then each step scores one next token for every active decoder slot.
+// Search code never sees layers, weights or devices.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,9 @@
 
 namespace seqtrans {
 
-// Opaque per-batch decoder state owned by the model: encoder memory, caches, positions.
-// It holds one slot per active hypothesis; slots are rearranged only through StepModel::select.
+// Opaque decoder state owned by the model: encoder memory, caches, positions. It holds one slot per
+// active hypothesis, each at its own position; slots are rearranged only through StepModel::select and
+// added only through StepModel::admit.
 class DecoderState {
  public:
   virtual ~DecoderState() = default;
@@ -46,8 +48,13 @@ class StepModel {
   // Longest output the model can produce (its decoder positions); search caps every sentence's length.
   virtual int max_target_length() const { return std::numeric_limits<int>::max(); }
 
-  // Encodes `sources` (token ids, EOS included); the new state has slot i = sentence i.
-  virtual std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources) = 0;
+  // A state with no slots.
+  virtual std::unique_ptr<DecoderState> start() = 0;
+  // Encodes `sources` (token ids, EOS included) and appends one slot per source, at position 0, after the
+  // state's current slots: old slots keep their numbers, slot slots() + i decodes sources[i].
+  virtual void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& sources) = 0;
+  // A new state whose slot i decodes sources[i].
+  std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources);
 
   // Feeds one token per slot ([slots]) and returns next-token logits, the output bias included.
   // Returns [slots, target_vocab_size], fp32.
@@ -61,6 +68,8 @@ class StepModel {
 
   // Rebuilds the state so that new slot i continues old slot `sources[i]`. Serves beam reordering,
   // expanding one slot per sentence into beam-size slots, and dropping finished slots (the shrinking batch).
+  // The slots that continue one sentence must all sit at one position (a sentence's beams step together);
+  // a sentence left with no slot is released, and its memory and cache rows go back to the model's pools.
   virtual void select(DecoderState& state, const std::vector<int32_t>& sources) = 0;
 };
 

@@ -211,3 +211,63 @@ TEST_CASE("copy_prefix copies each row's leading entries and leaves the rest of 
   Tensor rank2 = random_floats({2, 20});
   CHECK_THROWS_AS(ops::copy_prefix(cache, rank2), Error);
 }
+
+TEST_CASE("append_self_attention_step with cache rows writes each slot's pool row, and none for padding", "[ops]") {
+  const int64_t slots = 3, width = 4, capacity = 5, pool_rows = 6;
+  const Tensor qkv = random_floats({slots, 3 * width}), bias = random_floats({3 * width});
+  const Tensor key_cache = random_floats({pool_rows, capacity, width});
+  const Tensor positions = Tensor::from_ints({slots}, {2, 0, 4});
+  const Tensor cache_rows = Tensor::from_ints({slots}, {5, -1, 1});  // slot 1 is a graph's padding row
+  Tensor keys = key_cache.to(Device::CPU), values = random_floats({pool_rows, capacity, width});
+  Tensor history = Tensor::from_ints({slots, capacity}, std::vector<int32_t>(slots * capacity, -5));
+  const Tensor query = ops::append_self_attention_step(qkv, bias, positions, keys, values, history, &cache_rows);
+
+  const std::vector<Tensor> parts = ops::add_bias_split(qkv, bias, 3);
+  CHECK(query.to_float_vector() == parts[0].to_float_vector());
+  const std::vector<float> got = keys.to_float_vector(), before = key_cache.to_float_vector();
+  const std::vector<float> expected_keys = parts[1].to_float_vector();
+  const auto cell = [&](int64_t row, int64_t position) { return (row * capacity + position) * width; };
+  for (int64_t c = 0; c < width; ++c) {
+    CHECK(got[cell(5, 2) + c] == expected_keys[0 * width + c]);
+    CHECK(got[cell(1, 4) + c] == expected_keys[2 * width + c]);
+  }
+  // Nothing else changed: the padding row wrote nothing, and slot s did not write row s.
+  size_t changed = 0;
+  for (size_t i = 0; i < got.size(); ++i) changed += got[i] != before[i];
+  CHECK(changed == static_cast<size_t>(2 * width));
+  const std::vector<int32_t> entries = history.to_int_vector();
+  CHECK(entries[0 * capacity + 2] == 5);
+  CHECK(entries[2 * capacity + 4] == 1);
+  CHECK(std::count(entries.begin(), entries.end(), -5) == static_cast<long>(slots * capacity - 2));
+
+  const Tensor outside = Tensor::from_ints({slots}, {6, 0, 1});
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, bias, positions, keys, values, history, &outside), Error);
+  const Tensor short_rows = Tensor::from_ints({2}, {0, 1});
+  CHECK_THROWS_AS(ops::append_self_attention_step(qkv, bias, positions, keys, values, history, &short_rows), Error);
+}
+
+TEST_CASE("scatter_prefix moves each row into its pool row and leaves the others", "[ops]") {
+  const Tensor src = random_floats({3, 2, 4});
+  const Tensor pool = random_floats({5, 6, 4});
+  Tensor dst = pool.to(Device::CPU);
+  const Tensor rows = Tensor::from_ints({3}, {4, 0, 2});
+  ops::scatter_prefix(src, rows, dst);
+  const std::vector<float> got = dst.to_float_vector(), before = pool.to_float_vector(), in = src.to_float_vector();
+  const int32_t targets[] = {4, 0, 2};
+  for (int64_t row = 0; row < 5; ++row)
+    for (int64_t t = 0; t < 6; ++t)
+      for (int64_t c = 0; c < 4; ++c) {
+        const size_t at = static_cast<size_t>((row * 6 + t) * 4 + c);
+        float want = before[at];
+        for (int64_t i = 0; i < 3; ++i)
+          if (targets[i] == row && t < 2) want = in[static_cast<size_t>((i * 2 + t) * 4 + c)];
+        CHECK(got[at] == want);
+      }
+  const Tensor outside = Tensor::from_ints({3}, {4, 5, 2});
+  CHECK_THROWS_AS(ops::scatter_prefix(src, outside, dst), Error);
+  Tensor narrow = random_floats({5, 1, 4});
+  CHECK_THROWS_AS(ops::scatter_prefix(src, rows, narrow), Error);
+  Tensor wider = random_floats({5, 6, 5});
+  CHECK_THROWS_AS(ops::scatter_prefix(src, rows, wider), Error);
+  CHECK_THROWS_AS(ops::scatter_prefix(src, Tensor::from_ints({2}, {0, 1}), dst), Error);
+}

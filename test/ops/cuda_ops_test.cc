@@ -635,6 +635,44 @@ TEST_CASE("cuda graph replays the step append, attention through the history and
   }
 }
 
+TEST_CASE("cuda pool ops match the CPU: append through cache rows, scatter_prefix", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  for (DataType dtype : kFloatTypes) {
+    CAPTURE(dtype_name(dtype));
+    const int64_t slots = 9, width = 64, capacity = 17, pool_rows = 24;
+    const Operand qkv = random_operand({slots, 3 * width}, dtype);
+    const Operand bias = random_operand({3 * width}, dtype);
+    const Operand key_cache = random_operand({pool_rows, capacity, width}, dtype);
+    const Operand value_cache = random_operand({pool_rows, capacity, width}, dtype);
+    const Tensor history = random_ints({slots, capacity}, -9, -1);
+    const Tensor positions = random_ints({slots}, 0, static_cast<int32_t>(capacity - 1));
+    // Distinct pool rows, two padding slots (-1).
+    const Tensor cache_rows = Tensor::from_ints({slots}, {23, 4, -1, 0, 11, 7, -1, 19, 2});
+    Tensor expected_keys = key_cache.cpu.to(Device::CPU), expected_values = value_cache.cpu.to(Device::CPU);
+    Tensor expected_history = history.to(Device::CPU);
+    const Tensor expected_query = ops::append_self_attention_step(qkv.cpu, bias.cpu, positions, expected_keys,
+                                                                  expected_values, expected_history, &cache_rows);
+    Tensor keys = key_cache.gpu.to(Device::CUDA), values = value_cache.gpu.to(Device::CUDA);
+    Tensor got_history = history.to(Device::CUDA);
+    const Tensor rows_gpu = cache_rows.to(Device::CUDA);
+    const Tensor query = ops::append_self_attention_step(qkv.gpu, bias.gpu, positions.to(Device::CUDA), keys, values,
+                                                         got_history, &rows_gpu);
+    CHECK(max_relative_error(values_of(query), expected_query.to_float_vector()) < tolerance(dtype));
+    CHECK(max_relative_error(values_of(keys), expected_keys.to_float_vector()) < tolerance(dtype));
+    CHECK(max_relative_error(values_of(values), expected_values.to_float_vector()) < tolerance(dtype));
+    CHECK(ints_of(got_history) == expected_history.to_int_vector());
+
+    // A wave of 5 sentences of 13 positions into a pool of 16 rows of 32.
+    const Operand memory = random_operand({5, 13, width}, dtype);
+    const Operand pool = random_operand({16, 32, width}, dtype);
+    const Tensor targets = Tensor::from_ints({5}, {15, 3, 0, 8, 9});
+    Tensor expected_pool = pool.cpu.to(Device::CPU), got_pool = pool.gpu.to(Device::CUDA);
+    ops::scatter_prefix(memory.cpu, targets, expected_pool);
+    ops::scatter_prefix(memory.gpu, targets.to(Device::CUDA), got_pool);
+    CHECK(max_relative_error(values_of(got_pool), expected_pool.to_float_vector()) < tolerance(dtype));
+  }
+}
+
 #else  // no CUDA in this build
 
 TEST_CASE("cuda ops are not compiled in this build", "[gpu]") {

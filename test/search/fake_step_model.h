@@ -40,11 +40,14 @@ class FakeStepModel : public StepModel {
   int32_t decoder_start_id() const override { return start_id_; }
   std::vector<int32_t> suppressed_ids() const override { return suppressed_; }
 
-  std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources) override {
+  std::unique_ptr<DecoderState> start() override { return std::make_unique<State>(); }
+
+  // Sentences are numbered in admission order over the state's life (the first admit's are 0, 1, ...).
+  void admit(DecoderState& decoder_state, const std::vector<std::vector<int32_t>>& sources) override {
+    auto& state = dynamic_cast<State&>(decoder_state);
     ++encode_calls;
-    auto state = std::make_unique<State>();
-    for (size_t i = 0; i < sources.size(); ++i) state->entries.push_back(Slot{i, sources[i], {}});
-    return state;
+    admitted.push_back(sources.size());
+    for (const auto& source : sources) state.entries.push_back(Slot{state.next_sentence++, source, {}});
   }
 
   Tensor step(DecoderState& decoder_state, const std::vector<int32_t>& input_ids) override {
@@ -66,12 +69,17 @@ class FakeStepModel : public StepModel {
     return Tensor::from_floats({static_cast<int64_t>(input_ids.size()), vocab_}, values);
   }
 
+  // Enforces what the real model enforces: the slots that continue one sentence sit at one position.
   void select(DecoderState& decoder_state, const std::vector<int32_t>& sources) override {
     auto& state = dynamic_cast<State&>(decoder_state);
     std::vector<Slot> entries;
     for (int32_t source : sources) {
       SEQTRANS_CHECK(source >= 0 && static_cast<size_t>(source) < state.entries.size(), "fake select: slot {} of {}",
                      source, state.entries.size());
+      for (const Slot& kept : entries)
+        SEQTRANS_CHECK(kept.sentence != state.entries[source].sentence ||
+                           kept.prefix.size() == state.entries[source].prefix.size(),
+                       "fake select: slots of sentence {} at different positions", kept.sentence);
       entries.push_back(state.entries[source]);
     }
     state.entries = std::move(entries);
@@ -82,6 +90,8 @@ class FakeStepModel : public StepModel {
   std::vector<std::vector<FakeSlotRecord>> steps;
   // Arguments of each select call.
   std::vector<std::vector<int32_t>> selects;
+  // Sentences per admit call, and the number of admit calls.
+  std::vector<size_t> admitted;
   int encode_calls = 0;
 
   // Total slot computations over all steps.
@@ -99,6 +109,7 @@ class FakeStepModel : public StepModel {
   };
   struct State : DecoderState {
     std::vector<Slot> entries;  // one per slot
+    size_t next_sentence = 0;
     int64_t slots() const override { return static_cast<int64_t>(entries.size()); }
   };
 
