@@ -44,14 +44,14 @@ bench::Hardware resolve_hardware(const BenchOptions& options, std::string& sourc
 void write_outputs(const BenchOptions& options, const bench::RunDescription& run, const ModelConfig& config,
                    const std::vector<bench::Row>& results, const std::vector<bench::Row>& ablation_rows) {
   if (!options.json.empty()) {
-    AtomicOutputFile out(options.json);
-    bench::write_json(out.stream(), run, config, results, ablation_rows);
-    out.commit();
+    const std::unique_ptr<OutputTarget> out = open_output(options.json);
+    bench::write_json(out->stream(), run, config, results, ablation_rows);
+    out->commit();
   }
   if (!options.csv.empty()) {
-    AtomicOutputFile out(options.csv);
-    bench::write_csv(out.stream(), results);
-    out.commit();
+    const std::unique_ptr<OutputTarget> out = open_output(options.csv);
+    bench::write_csv(out->stream(), results);
+    out->commit();
   }
 }
 
@@ -119,14 +119,14 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
   print_real_report(std::cout, run, report, common.translator);
 
   if (!options.output.empty()) {
-    AtomicOutputFile out(options.output);
+    const std::unique_ptr<OutputTarget> out = open_output(options.output);
     for (const Translation& translation : report.translations) {
       std::string text = translation.texts.empty() ? "" : translation.texts.front();
       for (char& c : text)
         if (c == '\n' || c == '\r') c = ' ';
-      out.stream() << text << '\n';
+      out->stream() << text << '\n';
     }
-    out.commit();
+    out->commit();
   }
   write_outputs(options, run, report.config, {bench::real_row(report)}, bench::real_ablation_rows(report));
   return 0;

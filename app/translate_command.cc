@@ -1,10 +1,11 @@
 #include "translate_command.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "output_file.h"
@@ -51,11 +52,45 @@ void translate_stream(Translator& translator, LineReader& reader, std::ostream& 
   }
 }
 
-void check_output_directory(const std::string& directory) {
-  struct stat info {};
-  SEQTRANS_CHECK(::stat(directory.c_str(), &info) == 0 && S_ISDIR(info.st_mode), "--output-dir '{}' is not a directory",
-                 directory);
+std::string output_dir_path(const std::string& directory, const std::string& input) {
+  return directory + "/" + base_name(input);
+}
+
+// Two inputs with one base name would overwrite each other's translation in --output-dir.
+void check_distinct_base_names(const std::vector<std::string>& inputs, const std::string& directory) {
+  std::map<std::string, const std::string*> first_input_by_name;
+  for (const std::string& input : inputs) {
+    const auto [seen, inserted] = first_input_by_name.emplace(base_name(input), &input);
+    SEQTRANS_CHECK(inserted, "inputs '{}' and '{}' would both be written to '{}'; nothing was written",
+                   *seen->second, input, output_dir_path(directory, input));
+  }
+}
+
+// mkdir -p: a missing --output-dir and its parents are created.
+void create_output_directory(const std::string& directory) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  SEQTRANS_CHECK(!error, "cannot create --output-dir '{}': {}", directory, error.message());
+  SEQTRANS_CHECK(std::filesystem::is_directory(directory), "--output-dir '{}' is not a directory", directory);
   SEQTRANS_CHECK(::access(directory.c_str(), W_OK) == 0, "--output-dir '{}' is not writable", directory);
+}
+
+// Every output is planned before the model loads: a refused output (a directory, a hard-linked file,
+// clashing names) stops the run before anything is written.
+void check_outputs(const TranslateOptions& options) {
+  if (!options.output.empty()) plan_output(options.output);
+  if (options.output_dir.empty()) return;
+  check_distinct_base_names(options.inputs, options.output_dir);
+  create_output_directory(options.output_dir);
+  for (const std::string& input : options.inputs) plan_output(output_dir_path(options.output_dir, input));
+}
+
+// Translates one stream into the output file at `path`, which appears (or changes) only when complete.
+void translate_to_file(Translator& translator, LineReader& reader, const std::string& path,
+                       const TranslateOptions& options, ProgressBar& progress) {
+  const std::unique_ptr<OutputTarget> out = open_output(path);
+  translate_stream(translator, reader, out->stream(), options, progress);
+  out->commit();
 }
 
 }  // namespace
@@ -72,8 +107,13 @@ CLI::App* add_translate_command(CLI::App& app, TranslateOptions& options) {
       "\nOutput: one line per input line, in input order; blank input lines give blank output lines.\n"
       "--with-scores prefixes each line with its score: \"score ||| text\".");
   command->add_option("-i,--input", options.inputs, "Input files (default: stdin)")->check(CLI::ExistingFile);
-  command->add_option("-o,--output", options.output, "Output file (default: stdout); written atomically");
-  command->add_option("--output-dir", options.output_dir, "Write each input file's translation to DIR/<file name>");
+  command->add_option("-o,--output", options.output,
+                      "Output file (default: stdout). A regular file is replaced atomically when complete, keeping "
+                      "its mode and owner (a symlink's target is replaced, the link stays); a file with several "
+                      "hard links is refused. Devices, FIFOs and /dev/stdout are written in place");
+  command->add_option("--output-dir", options.output_dir,
+                      "Write each input file's translation to DIR/<file name>, by the rules of -o; DIR is created "
+                      "if missing; inputs with the same file name are refused");
   command->add_flag("--with-scores", options.with_scores, "Prefix each output line with the translation's score");
   add_common_options(*command, options.common);
   return command;
@@ -88,7 +128,7 @@ int run_translate(TranslateOptions& options) {
   SEQTRANS_CHECK(common.translator.search.num_hypotheses <= common.translator.search.beam_size,
                  "--n-best {} is larger than --beam-size {}", common.translator.search.num_hypotheses,
                  common.translator.search.beam_size);
-  if (!options.output_dir.empty()) check_output_directory(options.output_dir);
+  check_outputs(options);
   resolve_common_options(common);
 
   const auto start = std::chrono::steady_clock::now();
@@ -105,9 +145,7 @@ int run_translate(TranslateOptions& options) {
     if (options.output.empty()) {
       translate_stream(translator, reader, std::cout, options, progress);
     } else {
-      AtomicOutputFile out(options.output);
-      translate_stream(translator, reader, out.stream(), options, progress);
-      out.commit();
+      translate_to_file(translator, reader, options.output, options, progress);
     }
   } else {
     for (const std::string& input : options.inputs) {
@@ -117,10 +155,8 @@ int run_translate(TranslateOptions& options) {
         translate_stream(translator, reader, std::cout, options, progress);
       } else {
         const std::string path =
-            options.output_dir.empty() ? options.output : options.output_dir + "/" + base_name(input);
-        AtomicOutputFile out(path);
-        translate_stream(translator, reader, out.stream(), options, progress);
-        out.commit();
+            options.output_dir.empty() ? options.output : output_dir_path(options.output_dir, input);
+        translate_to_file(translator, reader, path, options, progress);
       }
       progress.finish();
     }
