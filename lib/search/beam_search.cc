@@ -49,7 +49,7 @@ namespace {
 struct RunningBeam {
   std::vector<int32_t> tokens;  // generated ids so far
   float log_prob = 0.0f;        // accumulated processed log-probs (HF running_beam_scores)
-  int32_t slot = 0;             // decoder slot that holds its state during the current step
+  int32_t parent = 0;           // the beam of the last step whose decoder state it continues
 };
 
 // A (beam, token) continuation considered at one step.
@@ -162,7 +162,7 @@ std::vector<RunningBeam> next_running(const SentenceBeam& sentence, const std::v
     beam.tokens = parent.tokens;
     beam.tokens.push_back(candidate.token);
     beam.log_prob = candidate.log_prob;
-    beam.slot = parent.slot;
+    beam.parent = candidate.beam;
     running.push_back(std::move(beam));
     if (running.size() == settings.beam_size) break;
   }
@@ -182,7 +182,7 @@ bool still_improvable(const SentenceBeam& sentence, const BeamSettings& settings
 }
 
 // One beam search step of one sentence, given its ranked candidates.
-void advance(SentenceBeam& sentence, const std::vector<Candidate>& ranked, const BeamSettings& settings) {
+void advance_beam(SentenceBeam& sentence, const std::vector<Candidate>& ranked, const BeamSettings& settings) {
   const bool reached_max = sentence.generated + 1 >= sentence.max_generated;
   add_finished(sentence, ranked, reached_max, settings);
   sentence.running = next_running(sentence, ranked, reached_max, settings);
@@ -205,105 +205,91 @@ SearchResult collect_result(const SentenceBeam& sentence, int num_hypotheses) {
 
 }  // namespace
 
-std::vector<SearchResult> beam_search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                      const SearchOptions& options) {
-  validate_options(options);
-  check_step_model(model);
-  const int64_t vocab = model.target_vocab_size();
-  const BeamSettings settings{static_cast<size_t>(options.beam_size), options.length_penalty, options.beam_stopping,
-                              model.eos_id()};
-  const std::vector<int> max_lengths = max_generated_lengths(model, sources, options);
-  const std::vector<int32_t> suppressed = suppressed_without_eos(model);
-  const int32_t eos_id = model.eos_id();
-
-  // Every sentence starts with one running beam in slot i (HF's other beams are -1e9 placeholders).
-  std::vector<SentenceBeam> sentences(sources.size());
-  std::vector<size_t> active;  // sentences still searching, in slot order
-  for (size_t i = 0; i < sources.size(); ++i) {
-    sentences[i].max_generated = max_lengths[i];
-    sentences[i].running.push_back(RunningBeam{{}, 0.0f, static_cast<int32_t>(i)});
-    active.push_back(i);
+// One sentence's beam: running beam i sits in the sentence's slot i during a step.
+class BeamSentence : public SentenceSearch {
+ public:
+  BeamSentence(const StepModel& model, const SearchOptions& options, int max_generated)
+      : settings_{static_cast<size_t>(options.beam_size), options.length_penalty, options.beam_stopping,
+                  model.eos_id()},
+        vocab_(model.target_vocab_size()),
+        min_length_(options.min_length),
+        num_hypotheses_(options.num_hypotheses),
+        force_eos_at_max_length_(options.force_eos_at_max_length),
+        inputs_{model.decoder_start_id()} {
+    // One running beam to start with (HF's other beams are -1e9 placeholders).
+    sentence_.max_generated = max_generated;
+    sentence_.running.push_back(RunningBeam{{}, 0.0f, 0});
   }
-  std::vector<int32_t> input_ids(sources.size(), model.decoder_start_id());  // [slots]
 
-  std::vector<SearchResult> results(sources.size());
-  // Naive batching only (options.shrink_batch false): the slots each done sentence keeps until the whole
-  // batch is done (beam_size of them); they are fed EOS and their outputs are ignored.
-  std::vector<std::vector<int32_t>> parked_slots(sources.size());
-  size_t remaining = sources.size();
-  std::unique_ptr<DecoderState> state = model.encode(sources);
-  StepCandidates candidates;
-  const int k = static_cast<int>(std::min<int64_t>(2 * settings.beam_size, vocab));
-  // All running beams of a batch have generated `step` tokens.
-  for (int step = 0; remaining > 0; ++step) {
-    CandidateRequest request{k, suppressed};
-    if (step < options.min_length) request.suppressed_ids.push_back(eos_id);
-    model.step_candidates(*state, input_ids, request, candidates);  // [slots, k]
+  const std::vector<int32_t>& inputs() const override { return inputs_; }
+  bool eos_banned() const override { return sentence_.generated < min_length_; }
+  bool done() const override { return sentence_.done; }
 
-    std::vector<size_t> next_active;
-    std::vector<int32_t> next_sources;    // [next slots] old slot of each new slot
-    std::vector<int32_t> next_input_ids;  // [next slots]
-    const auto keep_parked = [&](size_t index) {
-      for (int32_t& slot : parked_slots[index]) {
-        next_sources.push_back(slot);
-        slot = static_cast<int32_t>(next_input_ids.size());
-        next_input_ids.push_back(eos_id);
-      }
-      next_active.push_back(index);
-    };
-    for (size_t index : active) {
-      if (!parked_slots[index].empty()) {
-        keep_parked(index);
+  void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override {
+    continuing.clear();
+    SEQTRANS_CHECK(!sentence_.done, "beam search: the sentence is already done");
+    const StepCandidates& candidates = *outputs.candidates;
+    // HF's forced EOS leaves EOS (log-prob 0) as the only continuation at the last allowed step.
+    const bool forced = force_eos_at_max_length_ && sentence_.generated == sentence_.max_generated - 1;
+    const bool banned = eos_banned();
+    const float zero = 0.0f;
+    TopCandidates top(2 * settings_.beam_size);
+    for (size_t beam = 0; beam < sentence_.running.size(); ++beam) {
+      const float parent_log_prob = sentence_.running[beam].log_prob;
+      if (forced) {
+        top.offer_candidates(static_cast<int32_t>(beam), parent_log_prob, &settings_.eos_id, &zero, 1, vocab_);
         continue;
       }
-      SentenceBeam& sentence = sentences[index];
-      // HF's forced EOS leaves EOS (log-prob 0) as the only continuation at the last allowed step.
-      const bool forced = options.force_eos_at_max_length && sentence.generated == sentence.max_generated - 1;
-      const float zero = 0.0f;
-      TopCandidates top(2 * settings.beam_size);
-      for (size_t beam = 0; beam < sentence.running.size(); ++beam) {
-        const RunningBeam& running = sentence.running[beam];
-        const size_t row = static_cast<size_t>(running.slot) * static_cast<size_t>(k);
-        if (forced)
-          top.offer_candidates(static_cast<int32_t>(beam), running.log_prob, &eos_id, &zero, 1, vocab);
-        else
-          top.offer_candidates(static_cast<int32_t>(beam), running.log_prob, &candidates.ids[row],
-                               &candidates.log_probs[row], k, vocab);
-      }
-      SEQTRANS_CHECK(!top.ranked().empty(), "sentence {}: no token has a finite score at step {}", index,
-                     sentence.generated);
-      std::vector<int32_t> held_slots;  // this step's slots of the sentence, kept if it is done (naive)
-      if (!options.shrink_batch)
-        for (const RunningBeam& running : sentence.running) held_slots.push_back(running.slot);
-      advance(sentence, top.ranked(), settings);
-
-      if (sentence.done) {
-        results[index] = collect_result(sentence, options.num_hypotheses);
-        sentence = SentenceBeam{};
-        --remaining;
-        if (!options.shrink_batch) {
-          // A constant batch: the sentence keeps beam_size slots (its first step had only one).
-          held_slots.resize(settings.beam_size, held_slots.front());
-          parked_slots[index] = std::move(held_slots);
-          keep_parked(index);
-        }
-        continue;
-      }
-      next_active.push_back(index);
-      for (RunningBeam& running : sentence.running) {
-        next_sources.push_back(running.slot);
-        running.slot = static_cast<int32_t>(next_input_ids.size());
-        next_input_ids.push_back(running.tokens.back());
-      }
+      const size_t row = static_cast<size_t>(outputs.first_slot + static_cast<int64_t>(beam)) *
+                         static_cast<size_t>(candidates.k);
+      row_ids_.assign(candidates.ids.begin() + row, candidates.ids.begin() + row + candidates.k);
+      row_log_probs_.assign(candidates.log_probs.begin() + row, candidates.log_probs.begin() + row + candidates.k);
+      if (banned) drop_eos();
+      top.offer_candidates(static_cast<int32_t>(beam), parent_log_prob, row_ids_.data(), row_log_probs_.data(),
+                           static_cast<int>(row_ids_.size()), vocab_);
     }
-
-    if (remaining == 0) break;
-    // One select per step reorders beams, expands first-step slots to beams and drops done sentences.
-    if (!is_identity_selection(next_sources, static_cast<int64_t>(input_ids.size()))) model.select(*state, next_sources);
-    active = std::move(next_active);
-    input_ids = std::move(next_input_ids);
+    SEQTRANS_CHECK(!top.ranked().empty(), "no token has a finite score at step {}", sentence_.generated);
+    advance_beam(sentence_, top.ranked(), settings_);
+    if (sentence_.done) return;
+    inputs_.clear();
+    for (RunningBeam& running : sentence_.running) {
+      continuing.push_back(running.parent);
+      inputs_.push_back(running.tokens.back());
+    }
   }
-  return results;
+
+  SearchResult take_result() override {
+    SEQTRANS_CHECK(sentence_.done, "beam search: result taken before the sentence is done");
+    return collect_result(sentence_, num_hypotheses_);
+  }
+
+ private:
+  // A row that bans EOS got one candidate more than the beam needs: EOS leaves it.
+  void drop_eos() {
+    size_t kept = 0;
+    for (size_t i = 0; i < row_ids_.size(); ++i) {
+      if (row_ids_[i] == settings_.eos_id) continue;
+      row_ids_[kept] = row_ids_[i];
+      row_log_probs_[kept++] = row_log_probs_[i];
+    }
+    row_ids_.resize(kept);
+    row_log_probs_.resize(kept);
+  }
+
+  BeamSettings settings_;
+  int64_t vocab_;
+  int min_length_;
+  int num_hypotheses_;
+  bool force_eos_at_max_length_;
+  SentenceBeam sentence_;
+  std::vector<int32_t> inputs_;  // [running beams]
+  std::vector<int32_t> row_ids_;
+  std::vector<float> row_log_probs_;
+};
+
+std::unique_ptr<SentenceSearch> make_beam_sentence(const StepModel& model, const SearchOptions& options,
+                                                   int max_generated) {
+  return std::make_unique<BeamSentence>(model, options, max_generated);
 }
 
 }  // namespace seqtrans

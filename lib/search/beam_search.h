@@ -1,19 +1,15 @@
-// Beam search with Hugging Face transformers `generate()` semantics (num_beams > 1, do_sample=False).
+// Beam search with Hugging Face's rules (see beam_search.cc), one sentence at a time.
 #pragma once
 
-#include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "search/options.h"
-#include "search/result.h"
-#include "search/step_model.h"
+#include "search/sentence_search.h"
 
 namespace seqtrans {
 
-// Runs beam search for every sentence; each result holds options.num_hypotheses hypotheses, best first,
-// scored by sum of log-probs / generated_length ^ length_penalty. Sentences leave the batch as soon as
-// their beam is done.
-std::vector<SearchResult> beam_search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                      const SearchOptions& options);
+// A sentence's beam search, `max_generated` tokens at most (EOS included).
+std::unique_ptr<SentenceSearch> make_beam_sentence(const StepModel& model, const SearchOptions& options,
+                                                   int max_generated);
 
 }  // namespace seqtrans

@@ -5,8 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "search/greedy.h"
-#include "search/search.h"
+#include "search/search_common.h"
 
 namespace seqtrans {
 
@@ -37,30 +36,29 @@ int32_t sample_id(ScoreRow logits, std::mt19937_64& generator) {
   return -1;
 }
 
-std::mt19937_64 sentence_generator(uint64_t seed, size_t sentence) {
+std::mt19937_64 sentence_generator(uint64_t seed, uint64_t sentence_id) {
   // std::seed_seq's mixing is fixed by the standard, so streams are the same on every platform.
   std::seed_seq sequence{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                         static_cast<uint32_t>(sentence), static_cast<uint32_t>(static_cast<uint64_t>(sentence) >> 32)};
+                         static_cast<uint32_t>(sentence_id), static_cast<uint32_t>(sentence_id >> 32)};
   return std::mt19937_64(sequence);
 }
 
-std::vector<SearchResult> sampling_search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                          const SearchOptions& options) {
-  validate_options(options);
-  SEQTRANS_CHECK(options.beam_size == 1, "sampling needs beam_size 1, got {}", options.beam_size);
-  SEQTRANS_CHECK(options.num_hypotheses == 1, "sampling returns 1 hypothesis, got num_hypotheses {}",
-                 options.num_hypotheses);
-  const LogitsProcessorChain sampling_chain = make_sampling_chain(options);
-  std::vector<std::mt19937_64> generators;
-  generators.reserve(sources.size());
-  for (size_t sentence = 0; sentence < sources.size(); ++sentence) {
-    generators.push_back(sentence_generator(options.seed, sentence));
-  }
-  return one_path_search(model, sources, options,
-                         logits_chooser(model, options, [&](size_t sentence, ScoreRow masked_logits, const RowPosition& position) {
-                           sampling_chain.apply(masked_logits, position);
-                           return sample_id(masked_logits, generators[sentence]);
-                         }));
+SamplingSentence::SamplingSentence(const StepModel& model, const SearchOptions& options, int max_generated,
+                                   uint64_t sentence_id)
+    : OnePathSentence(model, options, max_generated),
+      mask_chain_(make_mask_chain(model, options)),
+      log_prob_chain_(make_log_prob_chain(model, options)),
+      sampling_chain_(make_sampling_chain(options)),
+      generator_(sentence_generator(options.seed, sentence_id)) {}
+
+PathChoice SamplingSentence::choose(const SlotOutputs& outputs, const RowPosition& position) {
+  const Tensor& logits = *outputs.logits;
+  const ScoreRow masked = processed_row(logits, outputs.first_slot, mask_chain_, position, masked_scratch_);
+  sampling_chain_.apply(masked, position);
+  const int32_t token = sample_id(masked, generator_);
+  if (token < 0) return {};
+  const ScoreRow log_probs = processed_row(logits, outputs.first_slot, log_prob_chain_, position, log_prob_scratch_);
+  return {token, log_probs.values[token]};
 }
 
 }  // namespace seqtrans

@@ -4,9 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "search/beam_search.h"
-#include "search/greedy.h"
-#include "search/sampling.h"
+#include "search/search_session.h"
 
 namespace seqtrans {
 
@@ -50,15 +48,19 @@ std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector
                                  const SearchOptions& options) {
   validate_options(options);
   if (sources.empty()) return {};
-  switch (search_kind(options)) {
-    case SearchKind::Greedy:
-      return greedy_search(model, sources, options);
-    case SearchKind::Beam:
-      return beam_search(model, sources, options);
-    case SearchKind::Sampling:
-      return sampling_search(model, sources, options);
+  SearchSession session(model, options);
+  std::vector<SessionSentence> sentences;
+  sentences.reserve(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) sentences.push_back(SessionSentence{i, sources[i]});
+  session.add(sentences);
+  std::vector<SearchResult> results(sources.size());
+  std::vector<FinishedSentence> finished;
+  while (session.active_sentences() > 0) {
+    finished.clear();
+    session.step(finished);
+    for (FinishedSentence& sentence : finished) results[sentence.id] = std::move(sentence.result);
   }
-  throw Error("unknown search kind");
+  return results;
 }
 
 }  // namespace seqtrans

@@ -11,7 +11,8 @@
 
 namespace seqtrans {
 
-// Translates every source sentence (token ids, EOS included); one result per source, in input order.
+// Translates every source sentence (token ids, EOS included) as one batch that only shrinks; one result
+// per source, in input order. Sentence i's random stream (sampling) is keyed by i.
 std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
                                  const SearchOptions& options);
 

@@ -34,13 +34,8 @@ std::vector<int32_t> suppressed_without_eos(const StepModel& model) {
   return suppressed;
 }
 
-std::vector<int> max_generated_lengths(const StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                       const SearchOptions& options) {
-  std::vector<int> lengths;
-  lengths.reserve(sources.size());
-  for (const auto& source : sources)
-    lengths.push_back(std::max(1, std::min(model.max_target_length(), max_generated_length(options, source.size()))));
-  return lengths;
+int max_generated_length(const StepModel& model, const SearchOptions& options, size_t source_length) {
+  return std::max(1, std::min(model.max_target_length(), max_generated_length(options, source_length)));
 }
 
 bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots) {

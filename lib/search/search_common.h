@@ -21,9 +21,8 @@ Tensor host_logits(const Tensor& logits, int64_t slots, int64_t vocab);  // [slo
 // The model's suppressed ids without EOS (HF's NoBadWords processor never bans EOS).
 std::vector<int32_t> suppressed_without_eos(const StepModel& model);
 
-// One maximum generated length per source sentence, capped by the model's max_target_length().
-std::vector<int> max_generated_lengths(const StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                       const SearchOptions& options);
+// The maximum generated length of a source of `source_length` ids, capped by the model's max_target_length().
+int max_generated_length(const StepModel& model, const SearchOptions& options, size_t source_length);
 
 // True when `sources` keeps every one of `slots` slots in place, so that select() can be skipped.
 bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots);

@@ -117,7 +117,8 @@ TEST_CASE("beam search: the first step expands one slot into the beam", "[search
   CHECK(model.steps[2][0].prefix == std::vector<int32_t>{kScriptPad, 1, 3});
   CHECK(model.steps[2][1].prefix == std::vector<int32_t>{kScriptPad, 2, 4});
   // Only the expansion needs a select: step 2's beams continue in place.
-  CHECK(model.selects == std::vector<std::vector<int32_t>>{{0, 0}});
+  // The last select releases the finished sentence's rows.
+  CHECK(model.selects == std::vector<std::vector<int32_t>>{{0, 0}, {}});
 }
 
 TEST_CASE("beam search: FirstComplete stops once beam_size hypotheses finished", "[search][beam]") {
@@ -194,7 +195,7 @@ TEST_CASE("beam search: done sentences leave the batch", "[search][beam]") {
   REQUIRE(model.steps[2].size() == 2);
   for (const auto& slot : model.steps[2]) CHECK(slot.sentence == 0);
   // Expand both sentences to two beams, then keep only sentence 0's beams (old slots 0 and 1).
-  CHECK(model.selects == std::vector<std::vector<int32_t>>{{0, 0, 1, 1}, {0, 1}});
+  CHECK(model.selects == std::vector<std::vector<int32_t>>{{0, 0, 1, 1}, {0, 1}, {}});
 }
 
 TEST_CASE("beam search: per-sentence maximum lengths in one batch", "[search][beam]") {

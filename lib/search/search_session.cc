@@ -1,0 +1,98 @@
+#include "search/search_session.h"
+
+#include "core/error.h"
+#include "search/search_common.h"
+
+namespace seqtrans {
+
+SearchSession::SearchSession(StepModel& model, const SearchOptions& options)
+    : model_(model), options_(options), plan_(step_plan(model, options)), state_(model.start()) {
+  check_step_model(model);
+}
+
+SearchSession::~SearchSession() = default;
+
+int64_t SearchSession::active_slots() const { return state_->slots(); }
+
+void SearchSession::add(const std::vector<SessionSentence>& sentences) {
+  if (sentences.empty()) return;
+  std::vector<std::vector<int32_t>> sources;
+  sources.reserve(sentences.size());
+  for (const SessionSentence& sentence : sentences) sources.push_back(sentence.source);
+  int32_t slot = static_cast<int32_t>(state_->slots());
+  model_.admit(*state_, sources);
+  for (const SessionSentence& sentence : sentences) {
+    Active active;
+    active.id = sentence.id;
+    active.search = make_sentence_search(model_, options_, sentence.source.size(), sentence.id);
+    active.first_slot = slot++;
+    active_.push_back(std::move(active));
+    ++running_;
+  }
+}
+
+SlotOutputs SearchSession::run_step(StepCandidates& candidates, Tensor& logits) {
+  std::vector<int32_t> input_ids;
+  std::vector<char> banned;
+  for (const Active& active : active_) {
+    const std::vector<int32_t>& inputs = active.search ? active.search->inputs() : active.parked_inputs;
+    input_ids.insert(input_ids.end(), inputs.begin(), inputs.end());
+    banned.insert(banned.end(), inputs.size(), active.search && active.search->eos_banned());
+  }
+  SlotOutputs outputs;
+  if (plan_.needs_logits) {
+    logits = host_logits(model_.step(*state_, input_ids), static_cast<int64_t>(input_ids.size()),
+                         model_.target_vocab_size());
+    outputs.logits = &logits;
+  } else {
+    model_.step_candidates(*state_, input_ids, candidate_request(model_, plan_, banned), candidates);
+    outputs.candidates = &candidates;
+  }
+  return outputs;
+}
+
+void SearchSession::step(std::vector<FinishedSentence>& finished) {
+  SEQTRANS_CHECK(running_ > 0, "search session: no sentence to step");
+  StepCandidates candidates;
+  Tensor logits;
+  SlotOutputs outputs = run_step(candidates, logits);
+
+  std::vector<int32_t> sources;  // [next slots] the slot each continues
+  std::vector<Active> kept;
+  std::vector<int32_t> continuing;
+  for (Active& active : active_) {
+    const int32_t first = active.first_slot;
+    active.first_slot = static_cast<int32_t>(sources.size());
+    if (!active.search) {  // parked (naive batching): its slots stay until the whole batch is done
+      for (size_t i = 0; i < active.parked_inputs.size(); ++i) sources.push_back(first + static_cast<int32_t>(i));
+      kept.push_back(std::move(active));
+      continue;
+    }
+    outputs.first_slot = first;
+    const size_t slots_before = active.search->inputs().size();
+    active.search->advance(outputs, continuing);
+    if (active.search->done()) {
+      finished.push_back(FinishedSentence{active.id, active.search->take_result()});
+      --running_;
+      if (options_.shrink_batch) continue;
+      // Naive batching keeps a constant batch: beam_size slots per sentence after the first step.
+      const size_t parked = std::max(slots_before, static_cast<size_t>(options_.beam_size));
+      active.search.reset();
+      active.parked_inputs.assign(parked, model_.eos_id());
+      for (size_t i = 0; i < parked; ++i) sources.push_back(first + static_cast<int32_t>(i % slots_before));
+      kept.push_back(std::move(active));
+      continue;
+    }
+    for (int32_t index : continuing) sources.push_back(first + index);
+    kept.push_back(std::move(active));
+  }
+  // Once every sentence is done, the parked ones leave too.
+  if (running_ == 0) {
+    kept.clear();
+    sources.clear();
+  }
+  active_ = std::move(kept);
+  if (!is_identity_selection(sources, state_->slots())) model_.select(*state_, sources);
+}
+
+}  // namespace seqtrans

@@ -1,0 +1,63 @@
+// A running decode over one decoder state: sentences join between steps, each step advances every active
+// sentence's search by one token, and finished sentences leave at once (their rows are freed). The
+// decoding scheduler decides who joins and when; search() runs one batch through it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "search/options.h"
+#include "search/result.h"
+#include "search/sentence_search.h"
+#include "search/step_model.h"
+
+namespace seqtrans {
+
+// A sentence handed to a session: the caller's handle for it, and its source ids (EOS included).
+struct SessionSentence {
+  uint64_t id = 0;
+  std::vector<int32_t> source;
+};
+
+struct FinishedSentence {
+  uint64_t id = 0;
+  SearchResult result;
+};
+
+class SearchSession {
+ public:
+  // `options` must be valid (validate_options). The session owns a fresh decoder state of `model`.
+  SearchSession(StepModel& model, const SearchOptions& options);
+  ~SearchSession();
+
+  // Encodes `sentences` and adds them to the running decode; they take part from the next step on.
+  // The id keys each sentence's random stream (sampling).
+  void add(const std::vector<SessionSentence>& sentences);
+  // One decoder step over every active sentence; sentences that finish are appended to `finished`.
+  void step(std::vector<FinishedSentence>& finished);
+
+  size_t active_sentences() const { return running_; }
+  // Decoder rows the next step computes.
+  int64_t active_slots() const;
+  DecoderState& state() { return *state_; }
+
+ private:
+  struct Active {
+    uint64_t id = 0;
+    std::unique_ptr<SentenceSearch> search;  // null once done and parked (naive batching)
+    int32_t first_slot = 0;                  // its first slot in the current step
+    std::vector<int32_t> parked_inputs;      // naive batching: slots kept after it is done, fed EOS
+  };
+  // Runs the model over the current slots and returns what each sentence reads.
+  SlotOutputs run_step(StepCandidates& candidates, Tensor& logits);
+
+  StepModel& model_;
+  SearchOptions options_;
+  StepPlan plan_;
+  std::unique_ptr<DecoderState> state_;
+  std::vector<Active> active_;  // in slot order
+  size_t running_ = 0;          // active sentences whose search is not done
+};
+
+}  // namespace seqtrans

@@ -1,0 +1,54 @@
+#include "search/sentence_search.h"
+
+#include <algorithm>
+
+#include "ops/ops.h"
+#include "search/beam_search.h"
+#include "search/greedy.h"
+#include "search/sampling.h"
+#include "search/search.h"
+#include "search/search_common.h"
+
+namespace seqtrans {
+
+StepPlan step_plan(const StepModel& model, const SearchOptions& options) {
+  switch (search_kind(options)) {
+    case SearchKind::Greedy:
+      return {false, 1};
+    case SearchKind::Beam:
+      // The global best 2 * beam_size over beam x vocab are always among each row's best 2 * beam_size.
+      return {false, static_cast<int>(std::min<int64_t>(2 * options.beam_size, model.target_vocab_size()))};
+    case SearchKind::Sampling:
+      return {true, 0};
+  }
+  return {};
+}
+
+CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan, const std::vector<char>& banned) {
+  CandidateRequest request{plan.k, suppressed_without_eos(model)};
+  const size_t banning = static_cast<size_t>(std::count(banned.begin(), banned.end(), 1));
+  if (banning == 0) return request;
+  if (banning == banned.size()) {
+    request.suppressed_ids.push_back(model.eos_id());
+    return request;
+  }
+  request.k = static_cast<int>(std::min<int64_t>({static_cast<int64_t>(plan.k) + 1, model.target_vocab_size(),
+                                                  static_cast<int64_t>(ops::kMaxDeviceTopk)}));
+  return request;
+}
+
+std::unique_ptr<SentenceSearch> make_sentence_search(const StepModel& model, const SearchOptions& options,
+                                                     size_t source_length, uint64_t sentence_id) {
+  const int max_generated = max_generated_length(model, options, source_length);
+  switch (search_kind(options)) {
+    case SearchKind::Greedy:
+      return std::make_unique<GreedySentence>(model, options, max_generated);
+    case SearchKind::Beam:
+      return make_beam_sentence(model, options, max_generated);
+    case SearchKind::Sampling:
+      return std::make_unique<SamplingSentence>(model, options, max_generated, sentence_id);
+  }
+  throw Error("unknown search kind");
+}
+
+}  // namespace seqtrans

@@ -1,0 +1,62 @@
+// One sentence's search as a small state machine (DESIGN.md §4b): it says what its slots feed to the next
+// decoder step, reads what that step gave them, and says which slots continue, fork or finish. The
+// rules are those of greedy search, beam search and sampling; who loops over steps and sentences is the
+// decoding scheduler's business (lib/scheduler), so sentences can join and leave between any two steps.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "search/options.h"
+#include "search/result.h"
+#include "search/step_model.h"
+
+namespace seqtrans {
+
+// What one decoder step gave a sentence: the rows of its slots, which are contiguous in the step.
+struct SlotOutputs {
+  const StepCandidates* candidates = nullptr;  // [step slots, k]: greedy and beam search
+  const Tensor* logits = nullptr;              // [step slots, V] fp32 on the host: sampling
+  int64_t first_slot = 0;                      // the sentence's first slot in the step
+};
+
+class SentenceSearch {
+ public:
+  virtual ~SentenceSearch() = default;
+
+  // What the next step feeds each of the sentence's slots, in slot order (one slot to start with).
+  virtual const std::vector<int32_t>& inputs() const = 0;
+  // True while the next step must not choose EOS for this sentence (min_length not reached yet).
+  virtual bool eos_banned() const = 0;
+  // Reads this step's rows of the sentence's slots and moves on. `continuing` gets, for each slot of the
+  // next step, the index (among the sentence's current slots) of the slot whose state it continues; it is
+  // left empty once the sentence is done.
+  virtual void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) = 0;
+  virtual bool done() const = 0;
+  // The hypotheses, best first; once, after done().
+  virtual SearchResult take_result() = 0;
+};
+
+// How every sentence of one search is stepped: the candidates each row needs (greedy and beam), or full
+// logits rows (sampling).
+struct StepPlan {
+  bool needs_logits = false;
+  int k = 1;  // candidates per row, EOS counted, when no row bans EOS
+};
+
+StepPlan step_plan(const StepModel& model, const SearchOptions& options);
+
+// The request of one step whose rows `banned` ([slots]) say which must not choose EOS. When every row or
+// none bans it, EOS goes into the suppressed list (one list for all rows: the fast path); when only some
+// do, each row gets one candidate more and the sentences that ban EOS skip it. Suppression comes after
+// normalization, so the other candidates' log-probs are the same either way.
+CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan, const std::vector<char>& banned);
+
+// A sentence's search under `options` (validated), for a source of `source_length` ids. `sentence_id`
+// keys its random stream (sampling), so a line samples the same tokens whatever its batch.
+std::unique_ptr<SentenceSearch> make_sentence_search(const StepModel& model, const SearchOptions& options,
+                                                     size_t source_length, uint64_t sentence_id);
+
+}  // namespace seqtrans
