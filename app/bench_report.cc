@@ -151,8 +151,9 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
                                       stats.source_tokens));
   line("target tokens/s", fmt::format("{} ({} tokens, best hypotheses, EOS excluded)",
                                       rate(result.target_tokens_per_second), stats.target_tokens));
-  line("batch search", fmt::format("p50 {} ms, p90 {} ms, p99 {} ms ({} batches)", milliseconds(result.batch_p50),
-                                    milliseconds(result.batch_p90), milliseconds(result.batch_p99), stats.batches));
+  line("line latency", fmt::format("p50 {} ms, p90 {} ms, p99 {} ms ({} encoder waves, {} decoder steps)",
+                                    milliseconds(result.latency_p50), milliseconds(result.latency_p90),
+                                    milliseconds(result.latency_p99), stats.batches, stats.decoder_steps));
   line("time split", fmt::format("tokenize {:.3f} s, search {:.3f} s, detokenize {:.3f} s, other host {:.3f} s",
                                  stats.tokenize_seconds, stats.search_seconds, stats.detokenize_seconds,
                                  result.other_host_seconds));

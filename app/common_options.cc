@@ -45,11 +45,24 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "Source tokens per line; longer lines are truncated with a warning")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
+  const std::map<std::string, Batching> batching_modes = {{"iteration", Batching::Iteration},
+                                                          {"shrinking", Batching::Shrinking}};
+  command.add_option("--batching", translator.batching_mode,
+                     "iteration: sentences join the running decode at any step, as others finish; shrinking: "
+                     "batch after batch, each shrinking as its sentences finish")
+      ->transform(CLI::CheckedTransformer(batching_modes, CLI::ignore_case))
+      ->default_str("iteration");
   command.add_option("--max-batch-tokens", translator.batching.max_batch_tokens,
-                     "Mini-batch budget: sentences x longest source length")
+                     "Source tokens in flight: their sum (iteration) or sentences x longest (shrinking)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 30))
       ->capture_default_str();
-  command.add_option("--max-batch-size", translator.batching.max_batch_size, "Sentences per mini-batch")
+  command.add_option("--max-batch-size", translator.batching.max_batch_size,
+                     "Sentences in flight (iteration) or per batch (shrinking); each takes beam-size decoder rows")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  command.add_option("--min-join", translator.min_join,
+                     "iteration: waiting sentences join once this many fit (or all that wait), so that each "
+                     "encoder pass takes a group")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   command.add_option("--read-ahead", translator.batching.read_ahead, "Lines read and sorted by length together")

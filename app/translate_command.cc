@@ -39,17 +39,19 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Translates everything `reader` yields into `out`, window by window.
+// Translates everything `reader` yields into `out`, each line written (in input order) as soon as it and
+// the lines before it are translated.
 void translate_stream(Translator& translator, LineReader& reader, std::ostream& out, const TranslateOptions& options,
                       ProgressBar& progress) {
   const auto warn = [&](const std::string& message) { log(options.common, LogLevel::Warning, message); };
-  for (std::vector<Line> window = reader.read_window(); !window.empty(); window = reader.read_window()) {
-    const std::vector<Translation> translations = translator.translate(window, warn);
-    for (size_t i = 0; i < window.size(); ++i) write_translation(out, options, window[i].index, translations[i]);
-    out.flush();  // an interactive user sees each window as soon as it is done
-    SEQTRANS_CHECK(out.good(), "error writing output (disk full or closed pipe?)");
-    progress.advance(window.size());
-  }
+  translator.translate_stream([&] { return reader.read_window(); },
+                              [&](const Line& line, Translation& translation) {
+                                write_translation(out, options, line.index, translation);
+                                out.flush();  // an interactive user sees each line as soon as it is done
+                                SEQTRANS_CHECK(out.good(), "error writing output (disk full or closed pipe?)");
+                                progress.advance(1);
+                              },
+                              warn);
 }
 
 std::string output_dir_path(const std::string& directory, const std::string& input) {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 
-#include "batching/batch_builder.h"
 #include "models/encoder_decoder_model.h"
 #include "ops/runtime.h"
 #include "models/model_file.h"
@@ -69,57 +69,126 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
+
+  SchedulerOptions scheduling;
+  scheduling.batching = options_.batching_mode;
+  scheduling.max_sentences = options_.batching.max_batch_size;
+  scheduling.max_tokens = options_.batching.max_batch_tokens;
+  scheduling.min_join = options_.min_join;
+  scheduler_ = std::make_unique<DecodingScheduler>(*model_, options_.search, scheduling);
+  // The pools are sized for the budget now, so that steps never move them (and graphs are recorded once);
+  // the cache's positions grow with the longest output met.
+  DecoderReservation reservation;
+  reservation.sentences = static_cast<int64_t>(options_.batching.max_batch_size);
+  reservation.slots = reservation.sentences * options_.search.beam_size;
+  reservation.source_length = static_cast<int64_t>(std::min(options_.max_input_length, options_.batching.max_batch_tokens));
+  model_->reserve(scheduler_->state(), reservation);
 }
 
 Translator::~Translator() = default;
 
-std::vector<Translation> Translator::translate(const std::vector<Line>& lines,
-                                               const std::function<void(const std::string&)>& warn) {
-  std::vector<Translation> translations(lines.size());
+std::vector<int32_t> Translator::source_ids(const Line& line, const WarningSink& warn) {
+  if (is_blank(line.text)) return {};  // an empty line in, an empty line out
+  std::vector<int32_t> ids = tokenizer_->encode_source(line.text);
+  const size_t original = ids.size();
+  if (tokenizer_->truncate_source(ids, options_.max_input_length) && warn)
+    warn(fmt::format("line {}: {} source tokens, truncated to {} (--max-input-length)", line.index + 1, original,
+                     ids.size()));
+  return ids;
+}
 
-  auto start = Clock::now();
-  std::vector<std::vector<int32_t>> sources(lines.size());
-  std::vector<SentenceLength> lengths;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (is_blank(lines[i].text)) continue;  // an empty line in, an empty line out
-    sources[i] = tokenizer_->encode_source(lines[i].text);
-    const size_t original = sources[i].size();
-    if (tokenizer_->truncate_source(sources[i], options_.max_input_length) && warn)
-      warn(fmt::format("line {}: {} source tokens, truncated to {} (--max-input-length)", lines[i].index + 1,
-                       original, sources[i].size()));
-    lengths.push_back({i, sources[i].size()});
-    stats_.source_tokens += sources[i].size();
+Translation Translator::detokenize(const SearchResult& result) {
+  Translation translation;
+  for (const Hypothesis& hypothesis : result.hypotheses) {
+    translation.texts.push_back(tokenizer_->decode_target(hypothesis.tokens));
+    translation.scores.push_back(hypothesis.score);
   }
-  stats_.tokenize_seconds += seconds_since(start);
+  if (!result.hypotheses.empty()) stats_.target_tokens += result.hypotheses.front().tokens.size();
+  return translation;
+}
 
-  const Batcher batcher(options_.batching);
-  for (const Batch& batch : batcher.make_batches(lengths)) {
-    std::vector<std::vector<int32_t>> batch_sources;
-    for (size_t index : batch.indices) batch_sources.push_back(sources[index]);
-    start = Clock::now();
-    const std::vector<SearchResult> results = search(*model_, batch_sources, options_.search);
-    const double batch_seconds = seconds_since(start);
-    stats_.search_seconds += batch_seconds;
-    stats_.batch_seconds.push_back(batch_seconds);
-    ++stats_.batches;
+Translation Translator::blank_translation() const {
+  Translation translation;
+  translation.texts.assign(static_cast<size_t>(options_.search.num_hypotheses), "");
+  translation.scores.assign(static_cast<size_t>(options_.search.num_hypotheses), 0.0f);
+  return translation;
+}
 
-    start = Clock::now();
-    for (size_t j = 0; j < batch.indices.size(); ++j) {
-      Translation& translation = translations[batch.indices[j]];
-      for (const Hypothesis& hypothesis : results[j].hypotheses) {
-        translation.texts.push_back(tokenizer_->decode_target(hypothesis.tokens));
-        translation.scores.push_back(hypothesis.score);
+void Translator::translate_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn) {
+  // Lines from the first not yet handed to the sink on, in input order; sentence ids count lines.
+  struct Pending {
+    Line line;
+    Translation translation;
+    Clock::time_point read;
+    bool done = false;
+  };
+  std::deque<Pending> pending;
+  uint64_t first_id = 0;  // id of pending.front()
+  LineQueue queue(feed, options_.batching.read_ahead);
+  std::vector<FinishedSentence> finished;
+  const size_t refill_below = 2 * options_.batching.max_batch_size;
+
+  for (;;) {
+    // More input once the waiting sentences run low: a whole read-ahead, sorted by length, so that
+    // batches (and waves) hold similar lengths. With nothing to decode, wait for input.
+    if (scheduler_->waiting() < refill_below) {
+      const bool idle = scheduler_->idle();
+      if (idle && queue.drained() && pending.empty()) break;
+      auto start = Clock::now();
+      std::vector<Line> lines = queue.take(options_.batching.read_ahead, idle && !queue.drained());
+      std::vector<SessionSentence> sentences;
+      for (Line& line : lines) {
+        const uint64_t id = first_id + pending.size();
+        std::vector<int32_t> ids = source_ids(line, warn);
+        stats_.source_tokens += ids.size();
+        const bool blank = ids.empty();
+        if (!blank) sentences.push_back(SessionSentence{id, std::move(ids), line.index});
+        pending.push_back(Pending{std::move(line), blank ? blank_translation() : Translation{}, start, blank});
       }
-      if (!results[j].hypotheses.empty()) stats_.target_tokens += results[j].hypotheses.front().tokens.size();
+      std::stable_sort(sentences.begin(), sentences.end(), [](const SessionSentence& a, const SessionSentence& b) {
+        return a.source.size() > b.source.size();
+      });
+      for (SessionSentence& sentence : sentences) scheduler_->submit(std::move(sentence));
+      stats_.tokenize_seconds += seconds_since(start);
     }
-    stats_.detokenize_seconds += seconds_since(start);
+
+    if (!scheduler_->idle()) {
+      auto start = Clock::now();
+      const SchedulerStats before = scheduler_->stats();
+      finished.clear();
+      scheduler_->iterate(finished);
+      stats_.search_seconds += seconds_since(start);
+      stats_.batches += scheduler_->stats().waves - before.waves;
+      stats_.decoder_steps += scheduler_->stats().steps - before.steps;
+      start = Clock::now();
+      for (FinishedSentence& sentence : finished) {
+        Pending& line = pending[static_cast<size_t>(sentence.id - first_id)];
+        line.translation = detokenize(sentence.result);
+        line.done = true;
+        stats_.sentence_seconds.push_back(seconds_since(line.read));
+      }
+      stats_.detokenize_seconds += seconds_since(start);
+    }
+    while (!pending.empty() && pending.front().done) {
+      sink(pending.front().line, pending.front().translation);
+      pending.pop_front();
+      ++first_id;
+      ++stats_.sentences;
+    }
   }
-  for (Translation& translation : translations)
-    if (translation.texts.empty()) {  // blank input lines
-      translation.texts.assign(static_cast<size_t>(options_.search.num_hypotheses), "");
-      translation.scores.assign(static_cast<size_t>(options_.search.num_hypotheses), 0.0f);
-    }
-  stats_.sentences += lines.size();
+}
+
+std::vector<Translation> Translator::translate(const std::vector<Line>& lines, const WarningSink& warn) {
+  std::vector<Translation> translations;
+  translations.reserve(lines.size());
+  bool fed = false;
+  translate_stream(
+      [&] {
+        if (fed) return std::vector<Line>{};
+        fed = true;
+        return lines;
+      },
+      [&](const Line&, Translation& translation) { translations.push_back(std::move(translation)); }, warn);
   return translations;
 }
 

@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "batching/line_queue.h"
 #include "batching/line_reader.h"
 #include "batching/options.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "models/encoder_decoder_model.h"
+#include "scheduler/decoding_scheduler.h"
 #include "search/options.h"
 
 namespace seqtrans {
@@ -29,6 +31,10 @@ struct TranslatorOptions {
   int device_index = 0;
   DataType dtype = DataType::F32;
   BatchingOptions batching;
+  // Iteration: sentences join the running decode at any step; Shrinking: batch after batch.
+  Batching batching_mode = Batching::Iteration;
+  // Iteration: a wave of joining sentences waits until this many fit (see SchedulerOptions::min_join).
+  size_t min_join = 8;
   SearchOptions search;
   // Source tokens per sentence, EOS included; longer lines are cut (with a warning) to fit, and never
   // beyond the model's positions.
@@ -48,32 +54,49 @@ struct TranslationStats {
   size_t sentences = 0;
   size_t source_tokens = 0;   // EOS included
   size_t target_tokens = 0;   // best hypothesis, EOS excluded
-  size_t batches = 0;
+  size_t batches = 0;       // encoder waves: the batches (shrinking) or groups of joining sentences (iteration)
+  size_t decoder_steps = 0;
   double tokenize_seconds = 0;
   double search_seconds = 0;
   double detokenize_seconds = 0;
-  std::vector<double> batch_seconds;  // search wall time per mini-batch
+  std::vector<double> sentence_seconds;  // per translated line: from being read to being translated
 };
+
+// Called with each translation in input order, as soon as it and every line before it are done.
+using TranslationSink = std::function<void(const Line& line, Translation& translation)>;
+// Warnings (e.g. a truncated line, named by its 1-based input line number).
+using WarningSink = std::function<void(const std::string&)>;
 
 class Translator {
  public:
   explicit Translator(const TranslatorOptions& options);
   ~Translator();
 
-  // Translates a window of lines; output i belongs to lines[i]. Blank lines give an empty translation.
-  // Warnings (e.g. a truncated line, named by its 1-based input line number) go to `warn`.
-  std::vector<Translation> translate(const std::vector<Line>& lines,
-                                     const std::function<void(const std::string&)>& warn = {});
+  // Translates every line `feed` yields, handing each translation to `sink` in input order. The feed runs
+  // on a reader thread: with iteration-level batching a line that arrives while others are decoding
+  // joins at the next step. Blank lines give an empty translation. Output i of the stream belongs to its
+  // i-th line; lines are keyed by Line::index for sampling.
+  void translate_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn = {});
+  // Translates a window of lines; output i belongs to lines[i].
+  std::vector<Translation> translate(const std::vector<Line>& lines, const WarningSink& warn = {});
 
   const TranslationStats& stats() const { return stats_; }
   const TranslatorOptions& options() const { return options_; }
   const ModelFile& model_file() const { return *file_; }
 
  private:
+  // Source ids of a line (empty for a blank line), cut to --max-input-length with a warning.
+  std::vector<int32_t> source_ids(const Line& line, const WarningSink& warn);
+  Translation detokenize(const SearchResult& result);
+  Translation blank_translation() const;
+
   TranslatorOptions options_;
   std::unique_ptr<ModelFile> file_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<EncoderDecoderModel> model_;
+  // The running decode, kept for the translator's life: its pools and recorded step graphs serve every
+  // call.
+  std::unique_ptr<DecodingScheduler> scheduler_;
   TranslationStats stats_;
 };
 

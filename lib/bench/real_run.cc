@@ -25,8 +25,10 @@ TranslationStats difference(const TranslationStats& after, const TranslationStat
   run.tokenize_seconds = after.tokenize_seconds - before.tokenize_seconds;
   run.search_seconds = after.search_seconds - before.search_seconds;
   run.detokenize_seconds = after.detokenize_seconds - before.detokenize_seconds;
-  run.batch_seconds.assign(after.batch_seconds.begin() + static_cast<std::ptrdiff_t>(before.batch_seconds.size()),
-                           after.batch_seconds.end());
+  run.decoder_steps = after.decoder_steps - before.decoder_steps;
+  run.sentence_seconds.assign(
+      after.sentence_seconds.begin() + static_cast<std::ptrdiff_t>(before.sentence_seconds.size()),
+      after.sentence_seconds.end());
   return run;
 }
 
@@ -68,10 +70,14 @@ class FileMeasurements {
     const TranslationStats before = translator.stats();
     if (translations) translations->clear();
     const auto start = Clock::now();
-    for (const std::vector<Line>& window : windows_) {
-      std::vector<Translation> output = translator.translate(window);
-      if (translations) std::move(output.begin(), output.end(), std::back_inserter(*translations));
-    }
+    // The whole file as one stream, as `translate` reads it: with iteration-level batching, sentences of
+    // the next window join while the last ones of this window decode.
+    size_t next_window = 0;
+    translator.translate_stream(
+        [&] { return next_window < windows_.size() ? windows_[next_window++] : std::vector<Line>{}; },
+        [&](const Line&, Translation& translation) {
+          if (translations) translations->push_back(std::move(translation));
+        });
     RealRun run;
     run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     run.stats = difference(translator.stats(), before);
@@ -148,10 +154,10 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   result.sentences_per_second = static_cast<double>(stats.sentences) / run.seconds;
   result.source_tokens_per_second = static_cast<double>(stats.source_tokens) / run.seconds;
   result.target_tokens_per_second = static_cast<double>(stats.target_tokens) / run.seconds;
-  if (!stats.batch_seconds.empty()) {
-    result.batch_p50 = percentile(stats.batch_seconds, 50);
-    result.batch_p90 = percentile(stats.batch_seconds, 90);
-    result.batch_p99 = percentile(stats.batch_seconds, 99);
+  if (!stats.sentence_seconds.empty()) {
+    result.latency_p50 = percentile(stats.sentence_seconds, 50);
+    result.latency_p90 = percentile(stats.sentence_seconds, 90);
+    result.latency_p99 = percentile(stats.sentence_seconds, 99);
   }
   result.other_host_seconds =
       run.seconds - stats.tokenize_seconds - stats.search_seconds - stats.detokenize_seconds;

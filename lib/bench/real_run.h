@@ -35,11 +35,13 @@ struct RealRun {
 // The file under one engine setting.
 struct RealResult {
   TimingSummary time;  // seconds per pass over the file
-  RealRun median_run;  // the timed run with the median time: counts and per-batch latencies
+  RealRun median_run;  // the timed run with the median time: counts and per-line latencies
   double sentences_per_second = 0;
   double source_tokens_per_second = 0;
   double target_tokens_per_second = 0;
-  double batch_p50 = 0, batch_p90 = 0, batch_p99 = 0;  // search seconds per mini-batch
+  // Seconds per line from being read to being translated (the whole file is read at once, so this is
+  // mostly time spent waiting behind earlier lines).
+  double latency_p50 = 0, latency_p90 = 0, latency_p99 = 0;
   // Wall time outside tokenize, search and detokenize: batching, reordering, host gaps.
   double other_host_seconds = 0;
   PeakMemory memory;

@@ -109,9 +109,10 @@ Row real_row(const RealReport& report) {
   row.push_back({"sentences_per_s", result.sentences_per_second});
   row.push_back({"source_tokens_per_s", result.source_tokens_per_second});
   row.push_back({"target_tokens_per_s", result.target_tokens_per_second});
-  row.push_back({"batch_p50_ms", 1e3 * result.batch_p50});
-  row.push_back({"batch_p90_ms", 1e3 * result.batch_p90});
-  row.push_back({"batch_p99_ms", 1e3 * result.batch_p99});
+  row.push_back({"decoder_steps", static_cast<int64_t>(stats.decoder_steps)});
+  row.push_back({"latency_p50_ms", 1e3 * result.latency_p50});
+  row.push_back({"latency_p90_ms", 1e3 * result.latency_p90});
+  row.push_back({"latency_p99_ms", 1e3 * result.latency_p99});
   row.push_back({"tokenize_s", stats.tokenize_seconds});
   row.push_back({"search_s", stats.search_seconds});
   row.push_back({"detokenize_s", stats.detokenize_seconds});

@@ -51,7 +51,7 @@ std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector
   SearchSession session(model, options);
   std::vector<SessionSentence> sentences;
   sentences.reserve(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) sentences.push_back(SessionSentence{i, sources[i]});
+  for (size_t i = 0; i < sources.size(); ++i) sentences.push_back(SessionSentence{i, sources[i], i});
   session.add(sentences);
   std::vector<SearchResult> results(sources.size());
   std::vector<FinishedSentence> finished;

@@ -24,7 +24,7 @@ void SearchSession::add(const std::vector<SessionSentence>& sentences) {
   for (const SessionSentence& sentence : sentences) {
     Active active;
     active.id = sentence.id;
-    active.search = make_sentence_search(model_, options_, sentence.source.size(), sentence.id);
+    active.search = make_sentence_search(model_, options_, sentence.source.size(), sentence.stream);
     active.first_slot = slot++;
     active_.push_back(std::move(active));
     ++running_;

@@ -14,10 +14,13 @@
 
 namespace seqtrans {
 
-// A sentence handed to a session: the caller's handle for it, and its source ids (EOS included).
+// A sentence handed to a session: the caller's handle for it, its source ids (EOS included), and the key
+// of its random stream (sampling): the input line number, so that a line samples the same tokens whatever
+// its batch.
 struct SessionSentence {
   uint64_t id = 0;
   std::vector<int32_t> source;
+  uint64_t stream = 0;
 };
 
 struct FinishedSentence {
@@ -32,7 +35,6 @@ class SearchSession {
   ~SearchSession();
 
   // Encodes `sentences` and adds them to the running decode; they take part from the next step on.
-  // The id keys each sentence's random stream (sampling).
   void add(const std::vector<SessionSentence>& sentences);
   // One decoder step over every active sentence; sentences that finish are appended to `finished`.
   void step(std::vector<FinishedSentence>& finished);

@@ -1,0 +1,83 @@
+#include "scheduler/decoding_scheduler.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace seqtrans {
+
+DecodingScheduler::DecodingScheduler(StepModel& model, const SearchOptions& search, const SchedulerOptions& options)
+    : options_(options), session_(model, search) {
+  SEQTRANS_CHECK(options.max_sentences >= 1 && options.max_tokens >= 1 && options.min_join >= 1,
+                 "scheduler: the sentence and token budgets and min_join must be at least 1");
+  // Naive batching keeps done sentences' rows until the whole batch is done: only a batch has an end.
+  SEQTRANS_CHECK(search.shrink_batch || options.batching == Batching::Shrinking,
+                 "naive batching (done sentences keep their rows) needs batch-level batching");
+}
+
+void DecodingScheduler::submit(SessionSentence sentence) { waiting_.push_back(std::move(sentence)); }
+
+size_t DecodingScheduler::tokens_in_flight() const {
+  size_t tokens = 0;
+  for (const auto& entry : in_flight_tokens_) tokens += entry.second;
+  return tokens;
+}
+
+std::vector<SessionSentence> DecodingScheduler::next_wave() {
+  std::vector<SessionSentence> wave;
+  const size_t in_flight = session_.active_sentences();
+  if (options_.batching == Batching::Shrinking) {
+    // A new batch only once the last one is done: sentences x longest within the token budget.
+    if (in_flight > 0 || session_.active_slots() > 0) return wave;
+    size_t longest = 0;
+    while (!waiting_.empty() && wave.size() < options_.max_sentences) {
+      const size_t length = std::max(longest, waiting_.front().source.size());
+      if (!wave.empty() && (wave.size() + 1) * length > options_.max_tokens) break;
+      longest = length;
+      wave.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+    return wave;
+  }
+  // Iteration: take what fits, first come first served (a long sentence is never passed over, so none
+  // starves); a sentence longer than the whole budget goes alone when nothing else is in flight.
+  size_t tokens = tokens_in_flight();
+  size_t fitting = 0;
+  for (const SessionSentence& sentence : waiting_) {
+    const bool alone = in_flight + fitting == 0;
+    if (in_flight + fitting >= options_.max_sentences) break;
+    if (!alone && tokens + sentence.source.size() > options_.max_tokens) break;
+    tokens += sentence.source.size();
+    ++fitting;
+  }
+  const bool worth_a_wave = in_flight == 0 || fitting >= std::min(options_.min_join, waiting_.size());
+  if (fitting == 0 || !worth_a_wave) return wave;
+  for (size_t i = 0; i < fitting; ++i) {
+    wave.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  return wave;
+}
+
+void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
+  std::vector<SessionSentence> wave = next_wave();
+  if (!wave.empty()) {
+    for (const SessionSentence& sentence : wave) in_flight_tokens_.emplace_back(sentence.id, sentence.source.size());
+    session_.add(wave);
+    ++stats_.waves;
+    stats_.max_in_flight = std::max(stats_.max_in_flight, session_.active_sentences());
+  }
+  if (session_.active_sentences() == 0) return;
+  stats_.slot_steps += static_cast<size_t>(session_.active_slots());
+  const size_t before = finished.size();
+  session_.step(finished);
+  ++stats_.steps;
+  for (size_t i = before; i < finished.size(); ++i) {
+    const uint64_t id = finished[i].id;
+    const auto entry = std::find_if(in_flight_tokens_.begin(), in_flight_tokens_.end(),
+                                    [id](const auto& candidate) { return candidate.first == id; });
+    if (entry != in_flight_tokens_.end()) in_flight_tokens_.erase(entry);
+  }
+}
+
+}  // namespace seqtrans

@@ -1,0 +1,75 @@
+// The decoding scheduler (DESIGN.md §4b): owns the running decode (a SearchSession over the model's pool
+// of decoder rows) and a queue of waiting sentences, and decides at every iteration who joins. Then it
+// runs one decoder step over all occupied rows and hands back the sentences that finished.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "search/options.h"
+#include "search/search_session.h"
+#include "search/step_model.h"
+
+namespace seqtrans {
+
+enum class Batching {
+  // Iteration-level batching: waiting sentences join the running decode between any two steps, as soon
+  // as the budget has room for them (Orca's iteration-level scheduling).
+  Iteration,
+  // Batch-level: a batch joins only when the previous one has finished; it shrinks as sentences finish
+  // (the engine before iteration-level batching, kept for comparison).
+  Shrinking,
+};
+
+// The budget of sentences in flight, and the joining policy.
+struct SchedulerOptions {
+  Batching batching = Batching::Iteration;
+  size_t max_sentences = 64;  // sentences in flight (each takes beam_size decoder rows)
+  // Source tokens in flight, EOS included. Iteration: the sum over the sentences in flight (the encoder
+  // packs them without padding). Shrinking: sentences x the longest, as the batch is padded.
+  size_t max_tokens = 4096;
+  // Iteration: a wave of joining sentences waits until at least this many fit (or all that wait do), so
+  // that encoder passes are not spent on one sentence at a time; with no sentence in flight, any wave goes.
+  size_t min_join = 8;
+};
+
+// Counters for the benchmark and the summary.
+struct SchedulerStats {
+  size_t waves = 0;         // encoder passes (admit calls)
+  size_t steps = 0;         // decoder steps
+  size_t slot_steps = 0;    // decoder rows computed, summed over steps
+  size_t max_in_flight = 0; // most sentences in flight at once
+};
+
+class DecodingScheduler {
+ public:
+  DecodingScheduler(StepModel& model, const SearchOptions& search, const SchedulerOptions& options);
+
+  // Queues a sentence (FIFO): the caller's id and its source ids, EOS included.
+  void submit(SessionSentence sentence);
+  // One iteration: admits the waiting sentences the budget and the policy allow, runs one decoder step, and
+  // appends the sentences that finished to `finished`. Does nothing when idle().
+  void iterate(std::vector<FinishedSentence>& finished);
+
+  bool idle() const { return waiting_.empty() && session_.active_sentences() == 0; }
+  size_t waiting() const { return waiting_.size(); }
+  size_t in_flight() const { return session_.active_sentences(); }
+  const SchedulerStats& stats() const { return stats_; }
+  DecoderState& state() { return session_.state(); }
+
+ private:
+  // The waiting sentences (from the front) that join now; empty when the policy says wait.
+  std::vector<SessionSentence> next_wave();
+  size_t tokens_in_flight() const;
+
+  SchedulerOptions options_;
+  SearchSession session_;
+  std::deque<SessionSentence> waiting_;
+  std::vector<std::pair<uint64_t, size_t>> in_flight_tokens_;  // (id, source length) of sentences in flight
+  SchedulerStats stats_;
+};
+
+}  // namespace seqtrans
