@@ -46,12 +46,20 @@ int max_generated_length(const SearchOptions& options, size_t source_length) {
 
 std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
                                  const SearchOptions& options) {
+  std::vector<uint64_t> streams(sources.size());
+  for (size_t i = 0; i < streams.size(); ++i) streams[i] = i;
+  return search_with_streams(model, sources, options, streams);
+}
+
+std::vector<SearchResult> search_with_streams(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
+                                              const SearchOptions& options, const std::vector<uint64_t>& streams) {
   validate_options(options);
+  SEQTRANS_CHECK(streams.size() == sources.size(), "search: {} streams for {} sources", streams.size(), sources.size());
   if (sources.empty()) return {};
   SearchSession session(model, options);
   std::vector<SessionSentence> sentences;
   sentences.reserve(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) sentences.push_back(SessionSentence{i, sources[i], i});
+  for (size_t i = 0; i < sources.size(); ++i) sentences.push_back(SessionSentence{i, sources[i], streams[i]});
   session.add(sentences);
   std::vector<SearchResult> results(sources.size());
   std::vector<FinishedSentence> finished;

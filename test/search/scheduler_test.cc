@@ -1,0 +1,183 @@
+// The decoding scheduler against a scripted step model: sentences join a running decode as others
+// finish, rows are freed and reused, the budget is never exceeded, nobody starves, and every sentence gets
+// exactly the result it gets when searched alone.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "catch.h"
+#include "fake_step_model.h"
+#include "hash_logits.h"
+#include "scheduler/decoding_scheduler.h"
+#include "search/search.h"
+
+namespace seqtrans {
+namespace testing {
+namespace {
+
+constexpr int64_t kVocab = 12;
+constexpr int32_t kEos = 0;
+constexpr int32_t kPad = 11;
+
+FakeStepModel hash_model() {
+  return FakeStepModel(kVocab, kEos, kPad, {kPad}, [](const std::vector<int32_t>& source, const std::vector<int32_t>& prefix) {
+    return hash_logits(source, prefix, kVocab, 2.0, kEos, 0.8);
+  });
+}
+
+// Sentences of 2 to 9 ids whose searches end after different numbers of steps.
+std::vector<std::vector<int32_t>> sources(size_t count) {
+  std::vector<std::vector<int32_t>> all;
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<int32_t> source;
+    for (size_t t = 0; t < 1 + i % 8; ++t) source.push_back(1 + static_cast<int32_t>((i * 7 + t * 3) % 9));
+    source.push_back(kEos);
+    all.push_back(source);
+  }
+  return all;
+}
+
+// What the scheduler did, observed from outside after every iteration.
+struct Observation {
+  std::map<uint64_t, SearchResult> results;
+  std::vector<uint64_t> finish_order;
+  size_t most_in_flight = 0;
+  size_t most_tokens_in_flight = 0;
+  size_t iterations = 0;
+};
+
+Observation run(FakeStepModel& model, const SearchOptions& search, const SchedulerOptions& scheduling,
+                const std::vector<std::vector<int32_t>>& all) {
+  DecodingScheduler scheduler(model, search, scheduling);
+  for (size_t i = 0; i < all.size(); ++i) scheduler.submit(SessionSentence{i, all[i], i});
+  Observation seen;
+  std::set<uint64_t> in_flight;
+  std::vector<FinishedSentence> finished;
+  while (!scheduler.idle()) {
+    const size_t waiting_before = scheduler.waiting();
+    finished.clear();
+    scheduler.iterate(finished);
+    ++seen.iterations;
+    REQUIRE(seen.iterations < 10000);  // no livelock
+    // Sentences join in submission order: the ones that left the queue are the next ids.
+    const size_t joined = waiting_before - scheduler.waiting();
+    const size_t first_joined = all.size() - waiting_before;
+    for (size_t id = first_joined; id < first_joined + joined; ++id) in_flight.insert(id);
+    size_t tokens = 0;
+    for (uint64_t id : in_flight) tokens += all[id].size();
+    seen.most_in_flight = std::max(seen.most_in_flight, in_flight.size());
+    seen.most_tokens_in_flight = std::max(seen.most_tokens_in_flight, tokens);
+    for (FinishedSentence& sentence : finished) {
+      REQUIRE(in_flight.erase(sentence.id) == 1);  // finished once, after joining
+      REQUIRE(seen.results.count(sentence.id) == 0);
+      seen.finish_order.push_back(sentence.id);
+      seen.results[sentence.id] = std::move(sentence.result);
+    }
+    CHECK(scheduler.in_flight() == in_flight.size());
+  }
+  return seen;
+}
+
+void check_alone_results(const Observation& seen, const SearchOptions& search,
+                         const std::vector<std::vector<int32_t>>& all) {
+  REQUIRE(seen.results.size() == all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    FakeStepModel alone_model = hash_model();
+    SearchOptions options = search;
+    // Sampling keys a sentence's stream by its id: alone it must get the same one.
+    const std::vector<SearchResult> alone = search_with_streams(alone_model, {all[i]}, options, {i});
+    const SearchResult& got = seen.results.at(i);
+    REQUIRE(got.hypotheses.size() == alone[0].hypotheses.size());
+    for (size_t h = 0; h < got.hypotheses.size(); ++h) {
+      CHECK(got.hypotheses[h].tokens == alone[0].hypotheses[h].tokens);
+      CHECK(got.hypotheses[h].score == alone[0].hypotheses[h].score);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: sentences join as others finish, within the budget, each as if alone", "[search][scheduler]") {
+  const auto all = sources(40);
+  for (const int beam : {1, 3}) {
+    SearchOptions search;
+    search.beam_size = beam;
+    search.num_hypotheses = beam == 3 ? 2 : 1;
+    search.max_length_a = 9;
+    SchedulerOptions scheduling;
+    scheduling.max_sentences = 5;
+    scheduling.max_tokens = 30;
+    scheduling.min_join = 2;
+    FakeStepModel model = hash_model();
+    const Observation seen = run(model, search, scheduling, all);
+    CAPTURE(beam);
+    CHECK(seen.most_in_flight <= 5);
+    CHECK(seen.most_in_flight >= 4);
+    CHECK(seen.most_tokens_in_flight <= 30);
+    // Rows are computed only for sentences in flight: never more than the budget's rows.
+    size_t most_rows = 0;
+    for (const auto& step : model.steps) most_rows = std::max(most_rows, step.size());
+    CHECK(most_rows <= static_cast<size_t>(5 * beam));
+    // Sentences joined while others were decoding (more waves than batch-level batching would need, and
+    // finishing out of submission order).
+    CHECK(model.admitted.size() > 40 / 5);
+    CHECK(!std::is_sorted(seen.finish_order.begin(), seen.finish_order.end()));
+    check_alone_results(seen, search, all);
+  }
+}
+
+TEST_CASE("scheduler: batch-level batching admits a batch only when the last one is done", "[search][scheduler]") {
+  const auto all = sources(17);
+  SearchOptions search;
+  search.beam_size = 2;
+  search.max_length_a = 7;
+  SchedulerOptions scheduling;
+  scheduling.batching = Batching::Shrinking;
+  scheduling.max_sentences = 4;
+  scheduling.max_tokens = 1000;
+  FakeStepModel model = hash_model();
+  const Observation seen = run(model, search, scheduling, all);
+  CHECK(model.admitted == std::vector<size_t>{4, 4, 4, 4, 1});
+  check_alone_results(seen, search, all);
+}
+
+TEST_CASE("scheduler: a sentence longer than the token budget runs alone and nothing starves", "[search][scheduler]") {
+  std::vector<std::vector<int32_t>> all = sources(6);
+  all.insert(all.begin() + 2, std::vector<int32_t>(25, 3));  // 25 ids against a budget of 12
+  all.back().push_back(kEos);
+  SearchOptions search;
+  search.beam_size = 1;
+  search.max_length_a = 6;
+  SchedulerOptions scheduling;
+  scheduling.max_sentences = 3;
+  scheduling.max_tokens = 12;
+  scheduling.min_join = 1;
+  FakeStepModel model = hash_model();
+  const Observation seen = run(model, search, scheduling, all);
+  REQUIRE(seen.results.size() == all.size());
+  // The long one waited for the decode to empty, then ran alone; the ones behind it waited for it (FIFO).
+  bool long_alone = false;
+  for (const auto& step : model.steps)
+    if (step.size() == 1 && step[0].prefix.size() == 1 && step[0].sentence == 2) long_alone = true;
+  CHECK(long_alone);
+  check_alone_results(seen, search, all);
+}
+
+TEST_CASE("scheduler: seeded sampling draws the same tokens whatever joins around it", "[search][scheduler]") {
+  const auto all = sources(30);
+  SearchOptions search;
+  search.beam_size = 1;
+  search.sampling_topk = 0;
+  search.seed = 11;
+  search.max_length_a = 9;
+  SchedulerOptions scheduling;
+  scheduling.max_sentences = 4;
+  scheduling.max_tokens = 100;
+  scheduling.min_join = 1;
+  FakeStepModel model = hash_model();
+  const Observation seen = run(model, search, scheduling, all);
+  check_alone_results(seen, search, all);
+}
+
+}  // namespace testing
+}  // namespace seqtrans
