@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "bench/arrivals.h"
 #include "bench/records.h"
 #include "bench_report.h"
 #include "output_file.h"
@@ -15,7 +16,10 @@ constexpr double kH200BandwidthGbs = 4270;
 
 bench::EngineSettings engine_settings(const BenchOptions& options) {
   bench::EngineSettings engine;
+  engine.batching = options.common.translator.batching_mode;
   engine.shrink_batch = !options.naive_batching;
+  // Done sentences can keep their rows only until a batch ends: naive batching is batch by batch.
+  if (options.naive_batching) engine.batching = Batching::Shrinking;
   engine.fused_output = !options.no_fused_topk;
   if (options.no_hierarchical_topk) engine.topk_algorithm = ops::TopkAlgorithm::FullScan;
   engine.cuda_graphs = !options.no_cuda_graphs;
@@ -42,10 +46,11 @@ bench::Hardware resolve_hardware(const BenchOptions& options, std::string& sourc
 }
 
 void write_outputs(const BenchOptions& options, const bench::RunDescription& run, const ModelConfig& config,
-                   const std::vector<bench::Row>& results, const std::vector<bench::Row>& ablation_rows) {
+                   const std::vector<bench::Row>& results, const std::vector<bench::Row>& ablation_rows,
+                   const std::vector<bench::Row>& arrival_rows = {}) {
   if (!options.json.empty()) {
     const std::unique_ptr<OutputTarget> out = open_output(options.json);
-    bench::write_json(out->stream(), run, config, results, ablation_rows);
+    bench::write_json(out->stream(), run, config, results, ablation_rows, arrival_rows);
     out->commit();
   }
   if (!options.csv.empty()) {
@@ -94,6 +99,34 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   return 0;
 }
 
+// Real mode with --arrival-rate: the arrival simulation under both batching modes, in place of the
+// throughput runs.
+int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
+  const CommonOptions& common = options.common;
+  bench::ArrivalOptions arrivals;
+  arrivals.translator = common.translator;
+  arrivals.input = options.input;
+  arrivals.rates = options.arrival_rates;
+  arrivals.seed = options.arrival_seed;
+  run.mode = "arrivals";
+  run.input = options.input;
+  run.model = common.translator.model_path;
+  const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
+  const std::vector<bench::ArrivalResult> results = bench::run_arrivals(arrivals, progress);
+  note_device_choice(common);
+  print_arrival_report(std::cout, run, results);
+  std::vector<bench::Row> rows;
+  for (const bench::ArrivalResult& result : results) rows.push_back(bench::arrival_row(result));
+  const ModelConfig config = ModelFile::open(common.translator.model_path).config();
+  write_outputs(options, run, config, {}, {}, rows);
+  if (!options.csv.empty()) {
+    const std::unique_ptr<OutputTarget> out = open_output(options.csv);
+    bench::write_csv(out->stream(), rows);
+    out->commit();
+  }
+  return 0;
+}
+
 int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
   const CommonOptions& common = options.common;
   SEQTRANS_CHECK(!options.input.empty(), "bench needs -i FILE (a real workload) or --synthetic");
@@ -101,6 +134,7 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
                            "--source-length", "--target-length"})
     SEQTRANS_CHECK(options.command->count(flag) == 0,
                    "{} shapes the synthetic model; add --synthetic (a real run takes -b, --max-batch-size)", flag);
+  if (!options.arrival_rates.empty()) return run_arrival_bench(options, run);
   bench::RealOptions real;
   real.translator = common.translator;
   real.input = options.input;
@@ -222,6 +256,15 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
   command->add_option("--peak-bandwidth-gbs", options.peak_bandwidth_gbs,
                       "Peak memory bandwidth in GB/s for the floor (default on a GPU in fp16: 4270, H200)")
       ->check(CLI::PositiveNumber)
+      ->group(measure_group);
+  command->add_option("--arrival-rate", options.arrival_rates,
+                      "Real mode: lines arrive one by one at Poisson times at R lines/s (a list); each rate runs "
+                      "under both batching modes and reports latency percentiles (arrival to translation)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->group(measure_group);
+  command->add_option("--arrival-seed", options.arrival_seed, "Seed of the arrival times")
+      ->capture_default_str()
       ->group(measure_group);
   command->add_option("--json", options.json, "Write the results as JSON to this file")->group(measure_group);
   command->add_option("--csv", options.csv, "Write the results as CSV to this file (one row per result)")

@@ -42,6 +42,9 @@ struct BenchOptions {
   double peak_bandwidth_gbs = 0;
   std::string json;
   std::string csv;
+  // Real mode, arrival simulation: lines arrive at these rates (lines/s), Poisson, seeded.
+  std::vector<double> arrival_rates;
+  uint64_t arrival_seed = 1;
 };
 
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& options);

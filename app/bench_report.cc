@@ -151,9 +151,11 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
                                       stats.source_tokens));
   line("target tokens/s", fmt::format("{} ({} tokens, best hypotheses, EOS excluded)",
                                       rate(result.target_tokens_per_second), stats.target_tokens));
-  line("line latency", fmt::format("p50 {} ms, p90 {} ms, p99 {} ms ({} encoder waves, {} decoder steps)",
+  line("line latency", fmt::format("p50 {} ms, p90 {} ms, p99 {} ms ({} encoder waves, {} decoder steps, {} graph "
+                                    "recordings)",
                                     milliseconds(result.latency_p50), milliseconds(result.latency_p90),
-                                    milliseconds(result.latency_p99), stats.batches, stats.decoder_steps));
+                                    milliseconds(result.latency_p99), stats.batches, stats.decoder_steps,
+                                    stats.graph_recordings));
   line("time split", fmt::format("tokenize {:.3f} s, search {:.3f} s, detokenize {:.3f} s, other host {:.3f} s",
                                  stats.tokenize_seconds, stats.search_seconds, stats.detokenize_seconds,
                                  result.other_host_seconds));
@@ -182,6 +184,22 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
     out << "\nablations (speedup = median pass without the idea / median pass with it)\n";
     ablations.print(out);
   }
+}
+
+void print_arrival_report(std::ostream& out, const bench::RunDescription& run,
+                          const std::vector<bench::ArrivalResult>& results) {
+  out << fmt::format("seqtrans bench: arrival simulation, {} on {} ({}); lines arrive at Poisson times\n", run.input,
+                     run.device, precision_name(run.dtype));
+  TextTable table;
+  table.add_column("lines/s");
+  table.add_column("batching", TextTable::Align::Left);
+  for (const char* header : {"p50 s", "p90 s", "p99 s", "target tok/s", "seconds"}) table.add_column(header);
+  for (const bench::ArrivalResult& result : results)
+    table.add_row({fmt::format("{:g}", result.rate), result.batching == Batching::Iteration ? "iteration" : "shrinking",
+                   fmt::format("{:.3f}", result.latency_p50_s), fmt::format("{:.3f}", result.latency_p90_s),
+                   fmt::format("{:.3f}", result.latency_p99_s), rate(result.target_tokens_per_s),
+                   fmt::format("{:.2f}", result.seconds)});
+  table.print(out);
 }
 
 }  // namespace seqtrans::app

@@ -4,6 +4,7 @@
 
 #include <ostream>
 
+#include "bench/arrivals.h"
 #include "bench/records.h"
 
 namespace seqtrans::app {
@@ -11,5 +12,7 @@ namespace seqtrans::app {
 void print_synthetic_report(std::ostream& out, const bench::RunDescription& run, const bench::SyntheticReport& report);
 void print_real_report(std::ostream& out, const bench::RunDescription& run, const bench::RealReport& report,
                        const TranslatorOptions& translator);
+void print_arrival_report(std::ostream& out, const bench::RunDescription& run,
+                          const std::vector<bench::ArrivalResult>& results);
 
 }  // namespace seqtrans::app

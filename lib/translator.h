@@ -56,6 +56,7 @@ struct TranslationStats {
   size_t target_tokens = 0;   // best hypothesis, EOS excluded
   size_t batches = 0;       // encoder waves: the batches (shrinking) or groups of joining sentences (iteration)
   size_t decoder_steps = 0;
+  size_t graph_recordings = 0;  // decoder steps recorded as CUDA graphs (each row bucket once, ideally)
   double tokenize_seconds = 0;
   double search_seconds = 0;
   double detokenize_seconds = 0;

@@ -22,16 +22,26 @@ void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& s
 }
 
 std::string describe(const EngineSettings& settings) {
-  return std::string(settings.shrink_batch ? "shrinking" : "naive") + " batch, " +
+  return std::string(settings.batching == Batching::Iteration ? "iteration-level batching, " : "") +
+         (settings.shrink_batch ? "shrinking" : "naive") + " batch, " +
          (settings.fused_output ? "fused" : "host") + " top-k (" + topk_name(settings.topk_algorithm) + ")" +
          (settings.cuda_graphs ? "" : ", no CUDA graphs");
 }
 
-std::vector<Ablation> ablations(const EngineSettings& base, Device device) {
+std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload) {
   std::vector<Ablation> list;
+  if (workload == Workload::RealFile) {
+    Ablation iteration{"batching shrinking", "iteration-level batching", base, base};
+    iteration.with_idea.batching = Batching::Iteration;
+    iteration.without_idea.batching = Batching::Shrinking;
+    iteration.with_idea.shrink_batch = iteration.without_idea.shrink_batch = true;
+    list.push_back(iteration);
+  }
+  // Naive batching keeps rows until a batch ends, so both sides batch by batch.
   Ablation naive{"naive-batching", "shrinking batch", base, base};
   naive.with_idea.shrink_batch = true;
   naive.without_idea.shrink_batch = false;
+  naive.with_idea.batching = naive.without_idea.batching = Batching::Shrinking;
   list.push_back(naive);
 
   Ablation fused{"no-fused-topk", "fused top-k", base, base};

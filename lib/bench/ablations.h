@@ -5,19 +5,23 @@
 #include <vector>
 
 #include "models/encoder_decoder_model.h"
+#include "scheduler/decoding_scheduler.h"
 #include "search/options.h"
 
 namespace seqtrans::bench {
 
 // The engine switches the benchmark varies; the defaults are the engine as built.
 struct EngineSettings {
-  bool shrink_batch = true;  // finished sentences leave the batch (off: --naive-batching)
+  // Real mode: sentences join the running decode at any step (off: --batching shrinking). The synthetic
+  // grid runs one batch of equal sentences, where both modes do the same work.
+  Batching batching = Batching::Iteration;
+  bool shrink_batch = true;  // finished sentences leave the batch (off: --naive-batching, batch-level only)
   bool fused_output = true;  // bias + log_softmax + top-k on the device (off: --no-fused-topk)
   ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;  // --no-hierarchical-topk: FullScan
   bool cuda_graphs = true;   // each decoder step replayed as one CUDA graph (off: --no-cuda-graphs)
 
   bool operator==(const EngineSettings& other) const {
-    return shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
+    return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
            topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs;
   }
 };
@@ -35,8 +39,11 @@ struct Ablation {
   EngineSettings without_idea;
 };
 
+// Where an ablation runs: the batching ablation needs a stream of sentences (real mode).
+enum class Workload { RealFile, SyntheticBatch };
+
 // Every ablation relative to `base` that applies on `device` (CUDA graphs only on a GPU): each changes
 // only its own switch, so an idea that `base` has already turned off is measured by turning it back on.
-std::vector<Ablation> ablations(const EngineSettings& base, Device device);
+std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload);
 
 }  // namespace seqtrans::bench

@@ -26,6 +26,7 @@ TranslationStats difference(const TranslationStats& after, const TranslationStat
   run.search_seconds = after.search_seconds - before.search_seconds;
   run.detokenize_seconds = after.detokenize_seconds - before.detokenize_seconds;
   run.decoder_steps = after.decoder_steps - before.decoder_steps;
+  run.graph_recordings = after.graph_recordings - before.graph_recordings;
   run.sentence_seconds.assign(
       after.sentence_seconds.begin() + static_cast<std::ptrdiff_t>(before.sentence_seconds.size()),
       after.sentence_seconds.end());
@@ -50,6 +51,7 @@ class TranslatorPool {
       if (key == settings) return *translator;
     TranslatorOptions options = base_;
     apply(settings, options.model, options.search);
+    options.batching_mode = settings.batching;
     translators_.emplace_back(settings, std::make_unique<Translator>(options));
     return *translators_.back().second;
   }
@@ -178,7 +180,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
 
   if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
   if (options.ablations) {
-    for (const Ablation& ablation : ablations(options.engine, options.translator.device)) {
+    for (const Ablation& ablation : ablations(options.engine, options.translator.device, Workload::RealFile)) {
       const AblationResult measured = measurements.ablate(ablation);
       if (progress)
         progress(fmt::format("{}: {:.2f}x ({:.3f} s with, {:.3f} s without)", ablation.idea, measured.speedup(),

@@ -110,6 +110,7 @@ Row real_row(const RealReport& report) {
   row.push_back({"source_tokens_per_s", result.source_tokens_per_second});
   row.push_back({"target_tokens_per_s", result.target_tokens_per_second});
   row.push_back({"decoder_steps", static_cast<int64_t>(stats.decoder_steps)});
+  row.push_back({"graph_recordings", static_cast<int64_t>(stats.graph_recordings)});
   row.push_back({"latency_p50_ms", 1e3 * result.latency_p50});
   row.push_back({"latency_p90_ms", 1e3 * result.latency_p90});
   row.push_back({"latency_p99_ms", 1e3 * result.latency_p99});
@@ -153,7 +154,7 @@ Row model_row(const ModelConfig& config) {
 }
 
 void write_json(std::ostream& out, const RunDescription& run, const ModelConfig& config, const std::vector<Row>& results,
-                const std::vector<Row>& ablation_rows) {
+                const std::vector<Row>& ablation_rows, const std::vector<Row>& arrival_rows) {
   JsonWriter json(out);
   json.begin_object();
   json.key("seqtrans").value(SEQTRANS_VERSION);
@@ -177,6 +178,9 @@ void write_json(std::ostream& out, const RunDescription& run, const ModelConfig&
   json.end_array();
   json.key("ablations").begin_array();
   for (const Row& row : ablation_rows) json.row(row);
+  json.end_array();
+  json.key("arrivals").begin_array();
+  for (const Row& row : arrival_rows) json.row(row);
   json.end_array();
   json.end_object();
 }

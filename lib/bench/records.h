@@ -39,6 +39,6 @@ Row model_row(const ModelConfig& config);
 
 // {"seqtrans": version, "run": {...}, "model": {...}, "results": [...], "ablations": [...]}.
 void write_json(std::ostream& out, const RunDescription& run, const ModelConfig& config, const std::vector<Row>& results,
-                const std::vector<Row>& ablation_rows);
+                const std::vector<Row>& ablation_rows, const std::vector<Row>& arrival_rows = {});
 
 }  // namespace seqtrans::bench

@@ -211,7 +211,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
                                     options.hardware);
           if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
           if (options.ablations) {
-            for (const Ablation& ablation : ablations(options.engine, options.device))
+            for (const Ablation& ablation : ablations(options.engine, options.device, Workload::SyntheticBatch))
               result.ablations.push_back(measurements.ablate(ablation));
           }
           if (progress)

@@ -1,5 +1,6 @@
 // The ops that let decoder state move by index instead of by copy, on the CPU: attention through
 // key_rows, the fused self-attention step append, and the device copies (copy, copy_prefix).
+#include <algorithm>
 #include <cstring>
 #include <vector>
 

@@ -1,0 +1,46 @@
+// The arrival simulation: a file's lines arrive one by one at Poisson-distributed times (seeded) at a
+// given rate, in-process, while the translator decodes; each line's latency runs from its arrival to its
+// translation. Run under both batching modes, it shows what iteration-level batching buys a server.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/emitters.h"
+#include "translator.h"
+
+namespace seqtrans::bench {
+
+struct ArrivalOptions {
+  TranslatorOptions translator;       // batching_mode is set per measurement
+  std::string input;                  // one sentence per line
+  std::vector<double> rates;          // lines per second
+  std::vector<Batching> modes = {Batching::Iteration, Batching::Shrinking};
+  uint64_t seed = 1;                  // of the arrival times
+};
+
+struct ArrivalResult {
+  double rate = 0;  // lines per second offered
+  Batching batching = Batching::Iteration;
+  size_t lines = 0;
+  double seconds = 0;  // first arrival to last translation
+  double target_tokens_per_s = 0;
+  double latency_p50_s = 0, latency_p90_s = 0, latency_p99_s = 0;  // arrival to translated
+};
+
+// Arrival times of `count` lines at `rate` per second: the partial sums of exponential gaps (a Poisson
+// process), from a generator seeded with `seed`; the first line arrives after one gap.
+std::vector<double> poisson_arrivals(size_t count, double rate, uint64_t seed);
+
+// Every (rate, mode) pair over the whole file, after one untimed pass per mode (graphs recorded, pools
+// sized). `progress` gets a line per measurement (may be empty).
+std::vector<ArrivalResult> run_arrivals(const ArrivalOptions& options,
+                                        const std::function<void(const std::string&)>& progress);
+
+// The JSON/CSV row of one measurement: rate, batching, latency_p50_s, latency_p90_s, latency_p99_s,
+// target_tokens_per_s, lines, seconds.
+Row arrival_row(const ArrivalResult& result);
+
+}  // namespace seqtrans::bench
