@@ -12,6 +12,7 @@
 #include "batching/options.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "generation_defaults.h"
 #include "models/encoder_decoder_model.h"
 #include "search/options.h"
 
@@ -30,6 +31,8 @@ struct TranslatorOptions {
   DataType dtype = DataType::F32;
   BatchingOptions batching;
   SearchOptions search;
+  // Search settings left to the model file: those it records replace the values in `search`.
+  OpenSettings open_settings;
   // Source tokens per sentence, EOS included; longer lines are cut (with a warning) to fit, and never
   // beyond the model's positions.
   size_t max_input_length = 1024;
@@ -66,7 +69,10 @@ class Translator {
                                      const std::function<void(const std::string&)>& warn = {});
 
   const TranslationStats& stats() const { return stats_; }
+  // The options in effect: the caller's, with the model file's generation defaults applied.
   const TranslatorOptions& options() const { return options_; }
+  // Beam size, length limit and forced EOS, each with where it came from (caller, model file, built-in).
+  std::string search_settings_summary() const;
   const ModelFile& model_file() const { return *file_; }
 
  private:
@@ -74,6 +80,7 @@ class Translator {
   std::unique_ptr<ModelFile> file_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<EncoderDecoderModel> model_;
+  SettingSources setting_sources_;
   TranslationStats stats_;
 };
 
