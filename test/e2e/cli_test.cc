@@ -20,11 +20,17 @@ using namespace seqtrans::testing;
 
 namespace {
 
-ProcessResult translate(const std::vector<std::string>& flags, const std::string& input) {
-  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--device",
-                                        "cpu", "--quiet"};
+// `seqtrans translate -m model --device cpu` with `flags`.
+ProcessResult translate_with(const std::string& model, const std::vector<std::string>& flags,
+                             const std::string& input) {
+  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", model, "--device", "cpu"};
   arguments.insert(arguments.end(), flags.begin(), flags.end());
   return run_process(arguments, input);
+}
+
+ProcessResult translate(std::vector<std::string> flags, const std::string& input) {
+  flags.insert(flags.begin(), "--quiet");
+  return translate_with(converted_tiny_model(), flags, input);
 }
 
 void require_one_line_error(const ProcessResult& result) {
@@ -136,10 +142,7 @@ namespace {
 // The golden checkpoint whose generation config forces EOS (forced_eos_token_id 0, num_beams 4,
 // max_length 256), run without --quiet so that the summary line counts the target tokens.
 ProcessResult translate_forced_eos_model(const std::vector<std::string>& flags, const std::string& input) {
-  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_golden_model("marian_separate"),
-                                        "--device", "cpu"};
-  arguments.insert(arguments.end(), flags.begin(), flags.end());
-  return run_process(arguments, input);
+  return translate_with(converted_golden_model("marian_separate"), flags, input);
 }
 
 // The summary line's "N target tokens" (best hypotheses, EOS excluded).
@@ -187,9 +190,7 @@ TEST_CASE("the model file's generation defaults apply unless options are given, 
   CHECK(given.err.find("max length 30 + 0 x source tokens (command line)") != std::string::npos);
   CHECK(given.err.find("forced EOS at the limit off (command line)") != std::string::npos);
   // The tiny model records only max_length; its beam size is the built-in one.
-  const ProcessResult tiny = run_process({seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--device",
-                                          "cpu", "--log-level", "info"},
-                                         "Hello.\n");
+  const ProcessResult tiny = translate_with(converted_tiny_model(), {"--log-level", "info"}, "Hello.\n");
   CHECK(tiny.err.find("beam size 4 (built-in default)") != std::string::npos);
   CHECK(tiny.err.find("forced EOS at the limit off (built-in default)") != std::string::npos);
 }

@@ -103,6 +103,16 @@ ParityReport check_parity(const std::string& golden_name, Device device, DataTyp
   return report;
 }
 
+// Every line of every limit golden, in fp32 on `device`.
+void check_limit_goldens(Device device) {
+  for (const char* golden : kLimitGoldens) {
+    INFO(golden);
+    const ParityReport report = check_parity(golden, device, DataType::F32, 16);
+    CHECK(report.identical == report.total);
+    CHECK(report.max_score_difference <= 1e-3);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("CPU greedy matches Hugging Face generate() on the tiny Marian model", "[e2e][parity]") {
@@ -118,12 +128,7 @@ TEST_CASE("CPU beam search (4) matches Hugging Face generate() on the tiny Maria
 }
 
 TEST_CASE("CPU search matches Hugging Face generate() on every line at the length limit", "[e2e][parity]") {
-  for (const char* golden : kLimitGoldens) {
-    INFO(golden);
-    const ParityReport report = check_parity(golden, Device::CPU, DataType::F32, 16);
-    CHECK(report.identical == report.total);
-    CHECK(report.max_score_difference <= 1e-3);
-  }
+  check_limit_goldens(Device::CPU);
 }
 
 TEST_CASE("the limit goldens reach the limit, and fail without the forced EOS they were made with",
@@ -162,12 +167,7 @@ TEST_CASE("GPU fp32 matches Hugging Face generate() like the CPU does", "[gpu][e
     CHECK(report.identical >= report.total * 99 / 100);
     CHECK(report.max_score_difference <= 1e-3);
   }
-  for (const char* golden : kLimitGoldens) {
-    INFO(golden);
-    const ParityReport report = check_parity(golden, Device::CUDA, DataType::F32, 16);
-    CHECK(report.identical == report.total);
-    CHECK(report.max_score_difference <= 1e-3);
-  }
+  check_limit_goldens(Device::CUDA);
 }
 
 // GPU fp16 against the CPU on the same weights: the bundled model, whose file stores fp16 weights, so
