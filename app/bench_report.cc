@@ -136,7 +136,7 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
   out << fmt::format("seqtrans bench: {} ({} lines), model {}, {} {}, beam {}, batches of at most {} sentences / {} "
                      "tokens\n",
                      run.input, report.lines, run.model, run.device, precision_name(run.dtype),
-                     translator.search.beam_size, translator.batching.max_batch_size,
+                     report.search.beam_size, translator.batching.max_batch_size,
                      translator.batching.max_batch_tokens);
   print_run_lines(out, run);
   out << '\n';

@@ -30,16 +30,29 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
 
-  command.add_option("-b,--beam-size", search.beam_size, "Beam size (1 = greedy)")->check(CLI::Range(1, 256))->capture_default_str();
+  // Defaults the model file may replace: --help runs before a model is loaded, so it names both.
+  options.beam_size_option =
+      command.add_option("-b,--beam-size", search.beam_size, "Beam size (1 = greedy)")
+          ->check(CLI::Range(1, 256))
+          ->default_str(fmt::format("the model file's num_beams, else {}", search.beam_size));
   command.add_option("--n-best", search.num_hypotheses, "Translations per input line, at most the beam size")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   command.add_option("--length-penalty", search.length_penalty,
                      "Beam score = log-prob / length^penalty (Hugging Face's length_penalty)")
       ->capture_default_str();
-  command.add_option("--max-length", options.max_length,
-                     "Output token limit A [B]: at most A + B * source_length tokens")
-      ->expected(1, 2)
+  options.max_length_option =
+      command
+          .add_option("--max-length", options.max_length,
+                      "Output token limit A [B]: at most A + B * source_length tokens, EOS included "
+                      "(Hugging Face's max_new_tokens=N is --max-length N 0)")
+          ->expected(1, 2)
+          ->default_str(fmt::format("the model file's max_length - 1 (HF counts the decoder start token), else {} {}",
+                                    options.max_length[0], options.max_length[1]));
+  command.add_option("--force-eos", options.force_eos,
+                     "The last allowed token is EOS: auto = as the model file's forced_eos_token_id (off "
+                     "without one), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   command.add_option("--max-input-length", translator.max_input_length,
                      "Source tokens per line; longer lines are truncated with a warning")
@@ -132,6 +145,13 @@ void resolve_common_options(CommonOptions& options) {
   translator.search.max_length_a = static_cast<int>(options.max_length[0]);
   translator.search.max_length_b = options.max_length.size() > 1 ? options.max_length[1] : 0.0f;
   SEQTRANS_CHECK(translator.search.max_length_b >= 0, "--max-length: B must be >= 0");
+  translator.search.force_eos_at_max_length = options.force_eos == "on";
+
+  // What the user left open, the model file's generation defaults fill (see generation_defaults.h).
+  translator.open_settings.beam_size = options.beam_size_option == nullptr || options.beam_size_option->count() == 0;
+  translator.open_settings.max_length =
+      options.max_length_option == nullptr || options.max_length_option->count() == 0;
+  translator.open_settings.forced_eos = options.force_eos == "auto";
 }
 
 }  // namespace seqtrans::app

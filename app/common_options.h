@@ -18,6 +18,10 @@ struct CommonOptions {
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision = "auto";  // auto | fp32 | fp16
   std::vector<float> max_length = {256.0f, 0.0f};
+  std::string force_eos = "auto";  // auto (as the model file says) | on | off
+  // Options whose default may come from the model file: set when the user gave them.
+  CLI::Option* beam_size_option = nullptr;
+  CLI::Option* max_length_option = nullptr;
   bool quiet = false;
   LogLevel log_level = LogLevel::Warning;
   // Set when --device auto found no GPU; noted once the model has loaded (an error comes alone).
@@ -27,7 +31,8 @@ struct CommonOptions {
 // Registers the shared flags on `command`, writing into `options`.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
-// Fills translator.device/dtype/search.max_length_* from the strings.
+// Fills translator.device/dtype/search.max_length_*/force_eos and open_settings from the strings and
+// from which options the user gave.
 void resolve_common_options(CommonOptions& options);
 
 // The model used when -m is not given: $SEQTRANS_MODEL, else the bundled demo model.

@@ -127,9 +127,6 @@ int run_translate(TranslateOptions& options) {
   SEQTRANS_CHECK(options.output.empty() || options.inputs.size() <= 1,
                  "--output takes one input file; use --output-dir for {} inputs", options.inputs.size());
   SEQTRANS_CHECK(options.output_dir.empty() || !options.inputs.empty(), "--output-dir needs input files (-i)");
-  SEQTRANS_CHECK(common.translator.search.num_hypotheses <= common.translator.search.beam_size,
-                 "--n-best {} is larger than --beam-size {}", common.translator.search.num_hypotheses,
-                 common.translator.search.beam_size);
   check_outputs(options);
   resolve_common_options(common);
 
@@ -138,6 +135,7 @@ int run_translate(TranslateOptions& options) {
   note_device_choice(common);
   log(common, LogLevel::Info,
       fmt::format("model {} on {}", common.translator.model_path, device_name(common.translator.device)));
+  log(common, LogLevel::Info, "search: " + translator.search_settings_summary());
   const size_t read_ahead = common.translator.batching.read_ahead;
   const bool show_progress = !common.quiet && ::isatty(STDERR_FILENO) && !options.inputs.empty();
 

@@ -58,10 +58,14 @@ TokenizerSpec tokenizer_spec(const ModelFile& file) {
 
 Translator::Translator(const TranslatorOptions& options) : options_(options) {
   validate(options_.batching);
-  validate_options(options_.search);
   SEQTRANS_CHECK(options_.max_input_length >= 1, "--max-input-length must be at least 1");
   if (options_.cpu_threads > 0) openblas_set_num_threads(options_.cpu_threads);
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
+  // Before anything sized by the beam: the model's num_beams may replace it.
+  setting_sources_ = apply_generation_defaults(file_->generation_defaults(), options_.open_settings, options_.search);
+  SEQTRANS_CHECK(options_.search.num_hypotheses <= options_.search.beam_size, "--n-best {} is larger than the beam size {}",
+                 options_.search.num_hypotheses, options_.search.beam_size);
+  validate_options(options_.search);
   options_.max_input_length =
       std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
   ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, options_));
@@ -86,6 +90,10 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
 }
 
 Translator::~Translator() = default;
+
+std::string Translator::search_settings_summary() const {
+  return describe_search_settings(options_.search, setting_sources_, file_->generation_defaults());
+}
 
 std::vector<int32_t> Translator::source_ids(const Line& line, const WarningSink& warn) {
   if (is_blank(line.text)) return {};  // an empty line in, an empty line out

@@ -13,6 +13,7 @@
 #include "batching/options.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "generation_defaults.h"
 #include "models/encoder_decoder_model.h"
 #include "scheduler/decoding_scheduler.h"
 #include "search/options.h"
@@ -36,6 +37,8 @@ struct TranslatorOptions {
   // Iteration: a wave of joining sentences waits until this many fit (see SchedulerOptions::min_join).
   size_t min_join = 8;
   SearchOptions search;
+  // Search settings left to the model file: those it records replace the values in `search`.
+  OpenSettings open_settings;
   // Source tokens per sentence, EOS included; longer lines are cut (with a warning) to fit, and never
   // beyond the model's positions.
   size_t max_input_length = 1024;
@@ -82,7 +85,10 @@ class Translator {
   std::vector<Translation> translate(const std::vector<Line>& lines, const WarningSink& warn = {});
 
   const TranslationStats& stats() const { return stats_; }
+  // The options in effect: the caller's, with the model file's generation defaults applied.
   const TranslatorOptions& options() const { return options_; }
+  // Beam size, length limit and forced EOS, each with where it came from (caller, model file, built-in).
+  std::string search_settings_summary() const;
   const ModelFile& model_file() const { return *file_; }
 
  private:
@@ -95,6 +101,7 @@ class Translator {
   std::unique_ptr<ModelFile> file_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<EncoderDecoderModel> model_;
+  SettingSources setting_sources_;
   // The running decode, kept for the translator's life: its pools and recorded step graphs serve every
   // call.
   std::unique_ptr<DecodingScheduler> scheduler_;

@@ -196,6 +196,40 @@ def suppressed_ids(config, generation, pad_id):
     return ids
 
 
+def generation_defaults(config, generation, eos_id):
+    """The checkpoint's num_beams, max_length and forced_eos_token_id: from generation_config.json when the
+    checkpoint has one, else from config.json, as HF from_pretrained builds the generation config. A value
+    the file lacks stays absent (seqtrans's built-in default applies; HF would use max_length 20)."""
+    source, values = ("generation_config.json", generation) if generation else ("config.json", config)
+
+    def setting(key):
+        return source, values.get(key)
+
+    defaults = {}
+    source, forced = setting("forced_eos_token_id")
+    if forced is not None:
+        if isinstance(forced, list) and len(forced) != 1:
+            raise ConversionError(f"{source}: unsupported forced_eos_token_id={json.dumps(forced)} "
+                                  "(exactly one id is supported)")
+        forced = single_id(forced)
+        if forced != eos_id:
+            raise ConversionError(f"{source}: unsupported forced_eos_token_id={forced} (it differs from "
+                                  f"eos_token_id={eos_id}; seqtrans can force only EOS at the length limit)")
+        defaults["forced_eos_token_id"] = forced
+    source, max_length = setting("max_length")
+    if max_length is not None:
+        if not isinstance(max_length, int) or max_length < 2:
+            raise ConversionError(f"{source}: unsupported max_length={json.dumps(max_length)} (it counts the "
+                                  "decoder start token, so it must be at least 2)")
+        defaults["max_length"] = max_length
+    source, num_beams = setting("num_beams")
+    if num_beams is not None:
+        if not isinstance(num_beams, int) or not 1 <= num_beams <= 256:
+            raise ConversionError(f"{source}: unsupported num_beams={json.dumps(num_beams)} (1 to 256)")
+        defaults["num_beams"] = num_beams
+    return defaults
+
+
 # --- mapping tensors ------------------------------------------------------------------------------
 
 class WeightTable:
@@ -430,6 +464,8 @@ def convert(checkpoint, output, dtype_name):
     model.decoder_start_id = start_id
     model.output_bias = output_bias
     model.suppressed_ids.extend(suppressed_ids(config, generation, pad_id))
+    for key, value in generation_defaults(config, generation, eos_id).items():
+        setattr(header.generation, key, value)
 
     header.tokenizer.source_spm = source_spm
     header.tokenizer.target_spm = target_spm

@@ -30,6 +30,25 @@ def print_message(message, indent):
             print(f"{indent}{field.name}: {value:g}" if isinstance(value, float) else f"{indent}{field.name}: {value}")
 
 
+def print_generation(generation):
+    """The checkpoint's decoding defaults and the seqtrans default each one gives (or the built-in one)."""
+    print("generation defaults (from the checkpoint; command-line options override them):")
+    if generation.HasField("max_length"):
+        print(f"  max_length: {generation.max_length}  -> --max-length default {generation.max_length - 1} 0 "
+              f"(model file; max_length counts the decoder start token)")
+    else:
+        print("  max_length: absent  -> --max-length default 256 0 (built-in)")
+    if generation.HasField("num_beams"):
+        print(f"  num_beams: {generation.num_beams}  -> --beam-size default {generation.num_beams} (model file)")
+    else:
+        print("  num_beams: absent  -> --beam-size default 4 (built-in)")
+    if generation.HasField("forced_eos_token_id"):
+        print(f"  forced_eos_token_id: {generation.forced_eos_token_id}  -> --force-eos auto: the last allowed "
+              "token is EOS (model file)")
+    else:
+        print("  forced_eos_token_id: absent  -> --force-eos auto: no forced EOS (built-in)")
+
+
 def print_tokenizer(tokenizer, count):
     print("tokenizer:")
     print(f"  source_spm: {len(tokenizer.source_spm):,} bytes, target_spm: {len(tokenizer.target_spm):,} bytes"
@@ -63,6 +82,7 @@ def main():
     print(f"description: {header.description}")
     print("config:")
     print_message(header.config, "  ")
+    print_generation(header.generation)
     print_tokenizer(header.tokenizer, args.vocab)
 
     total_parameters = 0

@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Makes the tiny MarianMT test model and the Hugging Face golden outputs for seqtrans' e2e tests.
+"""Makes the tiny MarianMT test models and the Hugging Face golden outputs for seqtrans' e2e tests.
 
-Usage: make_golden.py OUT_DIR [--data DIR] [--device auto|cpu|cuda] [--checkpoint DIR]
+Usage: make_golden.py OUT_DIR [--model NAME] [--sets LABEL,...] [--data DIR] [--device auto|cpu|cuda]
+                      [--checkpoint DIR]
 
-Writes OUT_DIR/marian_tiny/ (an HF checkpoint that MarianTokenizer and MarianMTModel load) and
-OUT_DIR/golden/{marian_tiny_greedy.tsv, marian_tiny_beam4.tsv, README.md}. With --checkpoint, an
-existing checkpoint is reused (copied) instead of creating a new model.
+Writes OUT_DIR/NAME/ (an HF checkpoint that MarianTokenizer and MarianMTModel load) and
+OUT_DIR/golden/{NAME_LABEL.tsv for every golden set of the model, NAME.md (versions, settings and a
+summary)}. With --checkpoint, an existing checkpoint is reused (copied) instead of creating a new model.
 
-The model is a small Marian (post-norm, swish, sinusoids, shared + tied embeddings) trained for a
-few thousand steps on Multi30k and newstest (a randomly initialised one ends at the first step or
-never), with a random output bias and a sharpened last layer norm so that top choices are rarely
-near-ties. Everything is seeded; the checkpoint is committed, so rerun with --checkpoint to keep it.
+Models (CHECKPOINTS): marian_tiny is a small Marian with one joint vocabulary, shared and tied
+embeddings and swish (the first OPUS-MT layout); marian_separate has separate source and target
+vocabularies (target_vocab.json, separate_vocabs), an untied output layer, relu, and the generation
+defaults newer OPUS-MT checkpoints carry (forced_eos_token_id, max_length, num_beams). Both are
+post-norm with sinusoids, trained briefly on Multi30k and newstest (a randomly initialised one ends at
+the first step or never), with a random output bias and a sharpened last layer norm so that top
+choices are rarely near-ties. Everything is seeded; the checkpoints are committed, so rerun with
+--checkpoint to keep them.
 
 TSV lines: source_text, source_ids (EOS included), output_ids (decoder start and EOS excluded),
-finished (1 if EOS ended the output), score (%.6f). See the README written next to them.
+finished (1 if EOS ended the output), score (%.6f). See test/data/golden/README.md.
 """
 import argparse
 import io
@@ -33,6 +38,12 @@ TINY_CONFIG = dict(d_model=128, encoder_layers=2, decoder_layers=2, encoder_atte
                    max_position_embeddings=256, activation_function="swish", scale_embedding=True,
                    share_encoder_decoder_embeddings=True, tie_word_embeddings=True)
 SPM_VOCAB_SIZE = 1000
+# The second golden model: the newer OPUS-MT layout. Its two vocabularies have the same size so that
+# <pad> (last in each) has one id on both sides, as seqtrans's tokenizer and HF's padding_idx need.
+SEPARATE_CONFIG = dict(d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                       decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256,
+                       max_position_embeddings=256, activation_function="relu", scale_embedding=True,
+                       share_encoder_decoder_embeddings=False, tie_word_embeddings=False)
 MAX_SOURCE_IDS = 240
 # A randomly initialised decoder falls into a stationary loop (EOS wins at the first step or never,
 # whatever the weight spread), so the model is trained briefly: its outputs then end at lengths that
@@ -44,7 +55,27 @@ TRAIN_LR = 1.5e-3
 TRAIN_WARMUP = 200
 LOGITS_BIAS_STD = 0.3
 SHARPEN = 2.0
-NEAR_TIE = 1e-3           # greedy steps whose top-2 logit gap is below this are listed in the README
+NEAR_TIE = 1e-3           # greedy steps whose top-2 logit gap is below this are listed in the summary
+
+
+# One golden checkpoint: its shape, vocabularies, training and the generation defaults it records.
+CHECKPOINTS = {
+    "marian_tiny": dict(config=TINY_CONFIG, separate_vocabs=False, train_steps=TRAIN_STEPS,
+                        generation=dict(max_length=256)),
+    "marian_separate": dict(config=SEPARATE_CONFIG, separate_vocabs=True, train_steps=1500,
+                            generation=dict(max_length=256, num_beams=4, forced_eos_token_id=0)),
+}
+# The golden sets of each checkpoint: (file label, num_beams, max_new_tokens, forced EOS). Outputs run to
+# a median of ~46 tokens, so max_new_tokens=12 stops most of them at the limit, with and without HF's
+# ForcedEOSTokenLogitsProcessor (forced_eos_token_id = EOS).
+GOLDEN_SETS = {
+    "marian_tiny": [("greedy", 1, 80, False), ("beam4", 4, 80, False),
+                    ("greedy_limit12", 1, 12, False), ("beam4_limit12", 4, 12, False),
+                    ("greedy_limit12_forced", 1, 12, True), ("beam4_limit12_forced", 4, 12, True)],
+    "marian_separate": [("greedy", 1, 80, True), ("beam4", 4, 80, True),
+                        ("greedy_limit12", 1, 12, False), ("beam4_limit12", 4, 12, False),
+                        ("greedy_limit12_forced", 1, 12, True), ("beam4_limit12_forced", 4, 12, True)],
+}
 
 
 def default_data_dir():
@@ -68,13 +99,17 @@ def clean(text):
 
 # --- the checkpoint -------------------------------------------------------------------------------
 
-def spm_lines(data_dir):
-    return (read_lines(data_dir, "multi30k/train.en")[:2000] + read_lines(data_dir, "multi30k/train.de")[:2000]
-            + read_lines(data_dir, "wmt-newstest-en-de/newstest2013.en")[:1500]
-            + read_lines(data_dir, "wmt-newstest-en-de/newstest2013.de")[:1500])
+def spm_lines(data_dir, languages):
+    """Multi30k train lines of each language, then newstest2013 lines of each (the joint model's order)."""
+    lines = []
+    for language in languages:
+        lines += read_lines(data_dir, f"multi30k/train.{language}")[:2000]
+    for language in languages:
+        lines += read_lines(data_dir, f"wmt-newstest-en-de/newstest2013.{language}")[:1500]
+    return lines
 
 
-def train_spm(data_dir, seed):
+def train_spm(data_dir, seed, languages=("en", "de")):
     import sentencepiece as spm
     if hasattr(spm, "set_random_generator_seed"):
         spm.set_random_generator_seed(seed)
@@ -82,14 +117,15 @@ def train_spm(data_dir, seed):
     # Default SentencePiece ids (<unk>=0, <s>=1, </s>=2) differ from the model ids in vocab.json,
     # as in OPUS-MT, so the piece -> id mapping is exercised by the tests. No normalisation rule
     # keeps the .spm files small (the NFKC table alone is 240 kB; the demo model has it).
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(spm_lines(data_dir)), model_writer=model,
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(spm_lines(data_dir, languages)), model_writer=model,
                                    model_type="unigram", vocab_size=SPM_VOCAB_SIZE, character_coverage=1.0,
                                    normalization_rule_name="identity", num_threads=1, minloglevel=2)
     return model.getvalue()
 
 
-def train_briefly(model, vocab, data_dir, seed, steps, device):
-    """A few thousand AdamW steps on Multi30k train and newstest2012/2013 (fp32, seeded)."""
+def train_briefly(model, vocabs, data_dir, seed, steps, device):
+    """A few thousand AdamW steps on Multi30k train and newstest2012/2013 (fp32, seeded). vocabs: (source,
+    target) Vocabulary objects, whose <pad> ids are equal."""
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -98,7 +134,8 @@ def train_briefly(model, vocab, data_dir, seed, steps, device):
     for stem in ("multi30k/train", "wmt-newstest-en-de/newstest2012", "wmt-newstest-en-de/newstest2013"):
         sources += read_lines(data_dir, f"{stem}.en")
         targets += read_lines(data_dir, f"{stem}.de")
-    sources, targets = vocab.encode(sources), vocab.encode(targets)
+    source_vocab, vocab = vocabs
+    sources, targets = source_vocab.encode(sources), vocab.encode(targets)
     keep = [i for i in range(len(sources)) if len(sources[i]) <= 150 and len(targets[i]) <= 150]
     pairs = PairSet([sources[i] for i in keep], [targets[i] for i in keep], vocab.pad_id, device)
     rng = np.random.default_rng(seed)
@@ -126,44 +163,57 @@ def train_briefly(model, vocab, data_dir, seed, steps, device):
     model.eval()
 
 
-def generation_defaults(pad_id, eos_id):
+def generation_defaults(pad_id, eos_id, defaults):
+    """The checkpoint's generation_config.json: ids, pad suppressed, and the model's decoding defaults."""
     from transformers import GenerationConfig
+    settings = dict(forced_eos_token_id=None)
+    settings.update(defaults)
     return GenerationConfig(decoder_start_token_id=pad_id, eos_token_id=eos_id, pad_token_id=pad_id,
-                            bad_words_ids=[[pad_id]], forced_eos_token_id=None, max_length=256)
+                            bad_words_ids=[[pad_id]], **settings)
 
 
-def create_checkpoint(directory, data_dir, seed, steps, device):
+def create_checkpoint(directory, name, data_dir, seed, steps, device):
     import torch
     from transformers import MarianConfig, MarianMTModel
     from train_demo import Vocabulary
+    spec = CHECKPOINTS[name]
     torch.manual_seed(seed)
-    spm_bytes = train_spm(data_dir, seed)
-    vocab = Vocabulary(spm_bytes)
-    config = MarianConfig(vocab_size=len(vocab), decoder_vocab_size=len(vocab), pad_token_id=vocab.pad_id,
-                          eos_token_id=vocab.eos_id, decoder_start_token_id=vocab.pad_id, forced_eos_token_id=None,
+    if spec["separate_vocabs"]:
+        spm_files = (train_spm(data_dir, seed, ("en",)), train_spm(data_dir, seed, ("de",)))
+    else:
+        spm_bytes = train_spm(data_dir, seed)
+        spm_files = (spm_bytes, spm_bytes)
+    source_vocab, vocab = Vocabulary(spm_files[0]), Vocabulary(spm_files[1])
+    if source_vocab.pad_id != vocab.pad_id:
+        raise RuntimeError(f"<pad> ids differ: source {source_vocab.pad_id}, target {vocab.pad_id}")
+    config = MarianConfig(vocab_size=len(source_vocab), decoder_vocab_size=len(vocab), pad_token_id=vocab.pad_id,
+                          eos_token_id=vocab.eos_id, decoder_start_token_id=vocab.pad_id,
+                          forced_eos_token_id=spec["generation"].get("forced_eos_token_id"),
                           bos_token_id=None, dropout=0.1, attention_dropout=0.0, activation_dropout=0.0,
-                          **TINY_CONFIG)
+                          **spec["config"])
     model = MarianMTModel(config).to(device)
     with torch.no_grad():
         generator = torch.Generator().manual_seed(seed)
         model.final_logits_bias.copy_(LOGITS_BIAS_STD * torch.randn(model.final_logits_bias.shape,
                                                                     generator=generator).to(device))
-    train_briefly(model, vocab, data_dir, seed, steps, device)
+    train_briefly(model, (source_vocab, vocab), data_dir, seed, steps, device)
     model = model.cpu()
     with torch.no_grad():
         last_norm = model.model.decoder.layers[-1].final_layer_norm
         last_norm.weight.mul_(SHARPEN)
         last_norm.bias.mul_(SHARPEN)
-    model.generation_config = generation_defaults(vocab.pad_id, vocab.eos_id)
+    model.generation_config = generation_defaults(vocab.pad_id, vocab.eos_id, spec["generation"])
     os.makedirs(directory, exist_ok=True)
     model.save_pretrained(directory)
-    for name in ("source.spm", "target.spm"):
-        with open(os.path.join(directory, name), "wb") as spm_file:
+    for file_name, spm_bytes in zip(("source.spm", "target.spm"), spm_files):
+        with open(os.path.join(directory, file_name), "wb") as spm_file:
             spm_file.write(spm_bytes)
-    with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as vocab_file:
-        json.dump(vocab.ids, vocab_file, ensure_ascii=False, indent=0)
+    vocab_files = [("vocab.json", source_vocab)] + ([("target_vocab.json", vocab)] if spec["separate_vocabs"] else [])
+    for file_name, file_vocab in vocab_files:
+        with open(os.path.join(directory, file_name), "w", encoding="utf-8") as vocab_file:
+            json.dump(file_vocab.ids, vocab_file, ensure_ascii=False, indent=0)
     tokenizer_config = {"tokenizer_class": "MarianTokenizer", "source_lang": "en", "target_lang": "de",
-                        "separate_vocabs": False, "unk_token": "<unk>", "eos_token": "</s>",
+                        "separate_vocabs": spec["separate_vocabs"], "unk_token": "<unk>", "eos_token": "</s>",
                         "pad_token": "<pad>", "model_max_length": 512}
     with open(os.path.join(directory, "tokenizer_config.json"), "w") as config_file:
         json.dump(tokenizer_config, config_file, indent=2)
@@ -230,15 +280,15 @@ def select_inputs(data_dir, tokenizer, seed):
 
 # --- running generate() ---------------------------------------------------------------------------
 
-def generation_config(num_beams, max_new_tokens, pad_id, eos_id):
+def generation_config(num_beams, max_new_tokens, pad_id, eos_id, forced_eos):
     from transformers import GenerationConfig
     return GenerationConfig(num_beams=num_beams, do_sample=False, num_return_sequences=1,
                             length_penalty=1.0, early_stopping=False, max_new_tokens=max_new_tokens,
                             min_length=0, min_new_tokens=None, bad_words_ids=[[pad_id]],
-                            forced_bos_token_id=None, forced_eos_token_id=None, repetition_penalty=1.0,
-                            no_repeat_ngram_size=0, encoder_no_repeat_ngram_size=0, renormalize_logits=False,
-                            decoder_start_token_id=pad_id, eos_token_id=eos_id, pad_token_id=pad_id,
-                            bos_token_id=None, output_scores=True, output_logits=True,
+                            forced_bos_token_id=None, forced_eos_token_id=eos_id if forced_eos else None,
+                            repetition_penalty=1.0, no_repeat_ngram_size=0, encoder_no_repeat_ngram_size=0,
+                            renormalize_logits=False, decoder_start_token_id=pad_id, eos_token_id=eos_id,
+                            pad_token_id=pad_id, bos_token_id=None, output_scores=True, output_logits=True,
                             return_dict_in_generate=True, use_cache=True)
 
 
@@ -258,19 +308,30 @@ def run_generate(model, source_ids, config, device):
     if pad_id in sequence:
         raise RuntimeError("generate() produced the suppressed pad id")
     finished = bool(sequence) and sequence[-1] == eos_id
+    # HF's ForcedEOSTokenLogitsProcessor acts at cur_len == max_length - 1, the decoder start counted: the
+    # step that would generate token number max_new_tokens.
+    forced_step = config.max_new_tokens - 1 if config.forced_eos_token_id is not None else None
+    if forced_step is not None and len(sequence) > forced_step and not (finished and len(sequence) == forced_step + 1):
+        raise RuntimeError(f"forced EOS: {len(sequence)} tokens, the last {sequence[-1]}")
     gap = float("inf")
     if config.num_beams == 1:
-        # HF beam search takes log_softmax over the raw logits (pad included) before masking pad;
-        # the greedy score is defined the same way so both files mean the same thing.
+        # HF beam search takes log_softmax over the raw logits (pad included) and then applies the
+        # processors (pad -> -inf, a forced step -> EOS 0); the greedy score is the same sum of processed
+        # log-probs so that both files mean the same thing: a forced EOS adds 0.
         logits = torch.stack([step[0] for step in result.logits]).float()   # [steps, vocab]
         if logits.shape[0] != len(sequence):
             raise RuntimeError(f"greedy: {logits.shape[0]} logits for {len(sequence)} tokens")
         chosen = torch.tensor(sequence, device=logits.device)
         steps = torch.arange(len(sequence), device=logits.device)
-        score = float(torch.log_softmax(logits, dim=-1)[steps, chosen].double().sum())
+        token_log_probs = torch.log_softmax(logits, dim=-1)[steps, chosen].double()
+        if forced_step is not None and len(sequence) > forced_step:
+            token_log_probs[forced_step] = 0.0
+            logits = logits[:forced_step]   # the forced step has no choice: no gap to report
+        score = float(token_log_probs.sum())
         logits[:, pad_id] = float("-inf")
-        top = torch.topk(logits, 2, dim=-1).values
-        gap = float((top[:, 0] - top[:, 1]).min())
+        if logits.shape[0]:
+            top = torch.topk(logits, 2, dim=-1).values
+            gap = float((top[:, 0] - top[:, 1]).min())
     else:
         score = float(result.sequences_scores[0])
     if finished:
@@ -286,18 +347,35 @@ def write_tsv(path, comment, rows):
                       f"{int(finished)}\t{score:.6f}\n")
 
 
+def at_limit(row, max_new_tokens):
+    """True when the output used every allowed position (EOS included when generated)."""
+    return len(row[2]) + int(row[3]) >= max_new_tokens
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", help="writes OUT_DIR/marian_tiny and OUT_DIR/golden")
+    parser.add_argument("out_dir", help="writes OUT_DIR/MODEL and OUT_DIR/golden")
+    parser.add_argument("--model", default="marian_tiny", choices=sorted(CHECKPOINTS), help="the golden checkpoint")
+    parser.add_argument("--sets", help="comma-separated golden set labels to run (default: all of the model's: "
+                        + "; ".join(f"{name}: {','.join(entry[0] for entry in sets)}" for name, sets in GOLDEN_SETS.items())
+                        + ")")
     parser.add_argument("--data", default=default_data_dir(), help="data directory (multi30k/, wmt-newstest-en-de/, "
                         "tatoeba-manythings-en-de/)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--checkpoint", help="reuse this marian_tiny checkpoint instead of creating one")
-    parser.add_argument("--max-new-tokens", type=int, default=80)
-    parser.add_argument("--train-steps", type=int, default=TRAIN_STEPS, help="training steps of the tiny model")
+    parser.add_argument("--checkpoint", help="reuse this checkpoint of the model instead of creating one")
+    parser.add_argument("--train-steps", type=int, help="training steps (default: the model's, see CHECKPOINTS)")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--limit", type=int, default=0, help="use only the first N inputs (quick checks)")
     args = parser.parse_args()
+    sets = GOLDEN_SETS[args.model]
+    if args.sets:
+        wanted = args.sets.split(",")
+        unknown = sorted(set(wanted) - {entry[0] for entry in sets})
+        if unknown:
+            sys.exit(f"make_golden: error: {args.model} has no golden set {unknown[0]}")
+        sets = [entry for entry in sets if entry[0] in wanted]
+    if args.train_steps is None:
+        args.train_steps = CHECKPOINTS[args.model]["train_steps"]
 
     import torch
     import transformers
@@ -310,7 +388,7 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
 
-    checkpoint = os.path.join(args.out_dir, "marian_tiny")
+    checkpoint = os.path.join(args.out_dir, args.model)
     golden = os.path.join(args.out_dir, "golden")
     os.makedirs(golden, exist_ok=True)
     started = time.time()
@@ -318,7 +396,7 @@ def main():
         if os.path.abspath(args.checkpoint) != os.path.abspath(checkpoint):
             shutil.copytree(args.checkpoint, checkpoint, dirs_exist_ok=True)
     else:
-        create_checkpoint(checkpoint, args.data, args.seed, args.train_steps, device)
+        create_checkpoint(checkpoint, args.model, args.data, args.seed, args.train_steps, device)
     tokenizer = MarianTokenizer.from_pretrained(checkpoint)
     model = MarianMTModel.from_pretrained(checkpoint, dtype=torch.float32, attn_implementation="eager")
     model = model.to(device).eval()
@@ -327,133 +405,118 @@ def main():
     if args.limit:
         inputs = inputs[:args.limit]
     source_ids = [tokenizer(text)["input_ids"] for text in inputs]
-    print(f"make_golden: {len(inputs)} inputs, source lengths {min(map(len, source_ids))}.."
+    print(f"make_golden: {args.model}: {len(inputs)} inputs, source lengths {min(map(len, source_ids))}.."
           f"{max(map(len, source_ids))} ids, device {device}, checkpoint ready in {time.time() - started:.1f}s",
           flush=True)
 
-    settings = {}
     summaries = {}
-    near_ties = []
-    for label, num_beams in (("greedy", 1), ("beam4", 4)):
-        config = generation_config(num_beams, args.max_new_tokens, pad_id, eos_id)
+    for label, num_beams, max_new_tokens, forced_eos in sets:
+        config = generation_config(num_beams, max_new_tokens, pad_id, eos_id, forced_eos)
         model.generation_config = config
         step_started = time.time()
         rows = []
         min_gap = float("inf")
+        near_ties = []
         for line_number, (text, ids) in enumerate(zip(inputs, source_ids), start=2):
             output, finished, score, gap = run_generate(model, ids, config, device)
             rows.append((text, ids, output, finished, score))
             min_gap = min(min_gap, gap)
             if gap < NEAR_TIE:
                 near_ties.append((line_number, gap))
-        settings[label] = (f"model=marian_tiny num_beams={num_beams} do_sample=False length_penalty=1.0 "
-                           f"early_stopping=False num_return_sequences=1 max_new_tokens={args.max_new_tokens} "
-                           f"bad_words_ids=[[{pad_id}]] forced_eos_token_id=None min_length=0 "
-                           f"repetition_penalty=1.0 no_repeat_ngram_size=0 decoder_start_id={pad_id} "
-                           f"eos_id={eos_id} batch_size=1 dtype=float32 device={device} "
-                           f"score={'sequences_scores' if num_beams > 1 else 'sum(log_softmax(raw logits))'} "
-                           f"columns=source_text,source_ids,output_ids,finished,score")
-        write_tsv(os.path.join(golden, f"marian_tiny_{label}.tsv"), settings[label], rows)
+        greedy_score = "sum(log_softmax(raw logits))" + (" (a forced EOS adds 0)" if forced_eos else "")
+        setting_line = (f"model={args.model} num_beams={num_beams} do_sample=False length_penalty=1.0 "
+                        f"early_stopping=False num_return_sequences=1 max_new_tokens={max_new_tokens} "
+                        f"bad_words_ids=[[{pad_id}]] forced_eos_token_id={eos_id if forced_eos else None} "
+                        f"min_length=0 repetition_penalty=1.0 no_repeat_ngram_size=0 decoder_start_id={pad_id} "
+                        f"eos_id={eos_id} batch_size=1 dtype=float32 device={device} "
+                        f"score={'sequences_scores' if num_beams > 1 else greedy_score} "
+                        f"columns=source_text,source_ids,output_ids,finished,score")
+        write_tsv(os.path.join(golden, f"{args.model}_{label}.tsv"), setting_line, rows)
         lengths = sorted(len(row[2]) for row in rows)
-        summaries[label] = dict(seconds=time.time() - step_started, finished=sum(row[3] for row in rows),
-                                total=len(rows), min_len=lengths[0], median_len=lengths[len(lengths) // 2],
-                                max_len=lengths[-1], min_gap=min_gap)
-        print(f"make_golden: {label}: {summaries[label]}", flush=True)
+        summaries[label] = dict(num_beams=num_beams, max_new_tokens=max_new_tokens, forced_eos=forced_eos,
+                                seconds=time.time() - step_started, finished=sum(row[3] for row in rows),
+                                at_limit=sum(at_limit(row, max_new_tokens) for row in rows), total=len(rows),
+                                min_len=lengths[0], median_len=lengths[len(lengths) // 2], max_len=lengths[-1],
+                                min_gap=min_gap, near_ties=near_ties)
+        print(f"make_golden: {args.model} {label}: "
+              f"{ {key: value for key, value in summaries[label].items() if key != 'near_ties'} }", flush=True)
 
-    write_readme(golden, args, device, inputs, source_ids, summaries, near_ties)
+    write_summary(golden, args, device, inputs, source_ids, summaries)
     print(f"make_golden: done in {time.time() - started:.1f}s", flush=True)
 
 
-def write_readme(golden, args, device, inputs, source_ids, summaries, near_ties):
+def describe_checkpoint(name, train_steps):
+    spec = CHECKPOINTS[name]
+    vocabularies = ("two SentencePiece unigram models (source.spm: English, target.spm: German; "
+                    f"{SPM_VOCAB_SIZE} pieces each, trained on 3,500 lines of Multi30k train and newstest2013 "
+                    "of their language) and two OPUS-MT-style vocabularies, `vocab.json` (source) and "
+                    "`target_vocab.json` (target), `separate_vocabs: true`"
+                    if spec["separate_vocabs"] else
+                    f"`source.spm` = `target.spm` (one joint SentencePiece unigram model, {SPM_VOCAB_SIZE} pieces, "
+                    "trained on 7,000 lines of Multi30k train and newstest2013, English and German) and one "
+                    "OPUS-MT-style `vocab.json`")
+    return (f"A small `MarianMTModel` saved with `save_pretrained` (safetensors) plus {vocabularies} "
+            "(`</s>` = 0, `<unk>` = 1, the other pieces in SentencePiece order, `<pad>` last; SentencePiece's own "
+            "ids differ; identity normalisation). Shape: "
+            + ", ".join(f"{key}={value}" for key, value in spec["config"].items()) + ". "
+            f"generation_config.json: bad_words_ids=[[pad]], "
+            + ", ".join(f"{key}={value}" for key, value in spec["generation"].items()) + ". "
+            f"Weights: HF's initialisation, a fixed random `final_logits_bias` N(0, {LOGITS_BIAS_STD}), then "
+            f"{train_steps} AdamW steps (lr {TRAIN_LR}, {TRAIN_MAX_TOKENS}-token batches, label smoothing 0.1) "
+            "on Multi30k train + newstest2012/2013, then the last decoder layer norm's gamma and beta multiplied by "
+            f"{SHARPEN} (logits x {SHARPEN}) so that the best token is rarely a near-tie. The translations are "
+            "poor; only the exact computation matters. Convert it with "
+            f"`scripts/convert_marian.py test/data/{name} OUT.seqtrans --dtype fp32`.")
+
+
+def write_summary(golden, args, device, inputs, source_ids, summaries):
+    """Writes golden/MODEL.md: versions, the checkpoint, the inputs and one summary row per golden set."""
     import torch
     import transformers
     import sentencepiece
     device_name = torch.cuda.get_device_name(0) if device == "cuda" else (platform.processor() or "cpu")
     lengths = sorted(map(len, source_ids))
     lines = [
-        "# Golden outputs of Hugging Face transformers for the tiny Marian model",
+        f"# {args.model}: Hugging Face generate() goldens",
         "",
-        f"Made by `scripts/make_golden.py` (seed {args.seed}) with transformers {transformers.__version__}, "
-        f"torch {torch.__version__}, sentencepiece {sentencepiece.__version__}, Python {platform.python_version()}, "
-        f"on {device} ({device_name}), {time.strftime('%Y-%m-%d')}.",
+        "Written by `scripts/make_golden.py`; the file format and what seqtrans must mirror are in README.md.",
         "",
-        "## The model: `test/data/marian_tiny/`",
+        f"Made by `scripts/make_golden.py --model {args.model}` (seed {args.seed}) with transformers "
+        f"{transformers.__version__}, torch {torch.__version__}, sentencepiece {sentencepiece.__version__}, "
+        f"Python {platform.python_version()}, on {device} ({device_name}), {time.strftime('%Y-%m-%d')}"
+        + (f", checkpoint reused from `{args.checkpoint}`" if args.checkpoint else "") + ".",
         "",
-        "A small `MarianMTModel` saved with `save_pretrained` (safetensors) plus `source.spm`, "
-        "`target.spm` (one joint SentencePiece unigram model, "
-        f"{SPM_VOCAB_SIZE} pieces, identity normalisation, trained on 7,000 lines of Multi30k train and "
-        "newstest2013, English and German) and an OPUS-MT-style `vocab.json` (`</s>` = 0, `<unk>` = 1, the "
-        "other pieces in SentencePiece order, `<pad>` last; SentencePiece's own ids differ). Shape: "
-        + ", ".join(f"{key}={value}" for key, value in TINY_CONFIG.items()) + ". "
-        f"Weights: HF's initialisation, a fixed random `final_logits_bias` N(0, {LOGITS_BIAS_STD}), then "
-        f"{args.train_steps} AdamW steps (lr {TRAIN_LR}, {TRAIN_MAX_TOKENS}-token batches, label smoothing 0.1) "
-        "on Multi30k train + newstest2012/2013 (a randomly initialised decoder falls into a loop: EOS comes at "
-        "the first step or never), then the last decoder layer norm's gamma and beta multiplied by "
-        f"{SHARPEN} (logits x {SHARPEN}) so that the best token is rarely a near-tie. The translations are "
-        "poor; only the exact computation matters. Convert it with "
-        "`scripts/convert_marian.py test/data/marian_tiny OUT.seqtrans --dtype fp32`.",
+        f"## The model: `test/data/{args.model}/`",
         "",
-        "## The files",
+        describe_checkpoint(args.model, args.train_steps),
         "",
-        "`marian_tiny_greedy.tsv` and `marian_tiny_beam4.tsv`: the first line is a `#` comment with the settings, "
-        "then one line per input, tab-separated:",
+        f"Inputs: {len(inputs)} lines, {lengths[0]} to {lengths[-1]} source ids (median {lengths[len(lengths) // 2]}), "
+        "in shuffled order (see README.md).",
         "",
-        "1. source text (tabs and newlines replaced by spaces, runs of spaces collapsed)",
-        "2. source ids from `MarianTokenizer`, space-separated, EOS (0) included",
-        "3. output ids, space-separated, without the decoder start id (pad) and without EOS; may be empty",
-        "4. finished: 1 if EOS ended the output, 0 if it stopped at max_new_tokens",
-        "5. score, `%.6f`",
+        "## Golden sets",
         "",
-        f"Inputs: {len(inputs)} lines (newstest2014.en, Multi30k test_2016_flickr.en, short Tatoeba lines, "
-        "concatenated newstest lines for long inputs, and a few special cases: an empty line (its TSV line starts "
-        "with a tab; the source is EOS alone), one- and two-piece lines, characters outside the vocabulary (<unk>), "
-        "characters that NFKC would change (this model's SentencePiece does not normalise), repeats, digits, "
-        "extra spaces), {lengths[0]} to {lengths[-1]} source ids "
-        f"(median {lengths[len(lengths) // 2]}), in shuffled order.",
-        "",
-        "## How generate() was called",
-        "",
-        "One input at a time (batch size 1, no padding), fp32, eager attention, TF32 off, `use_cache=True`, "
-        f"`max_new_tokens={args.max_new_tokens}`, `bad_words_ids=[[pad]]`, no forced EOS, no minimum length, "
-        "no repetition penalties, `output_scores=True, output_logits=True, return_dict_in_generate=True`.",
-        "",
-        "- greedy: `num_beams=1, do_sample=False`. Score = sum over the generated tokens (EOS included when "
-        "generated) of `log_softmax(raw logits)[token]`, the log-softmax over the full vocabulary with pad "
-        "included (pad is only masked when choosing the token), like HF beam search computes its scores.",
-        "- beam4: `num_beams=4, length_penalty=1.0, early_stopping=False, num_return_sequences=1`. Score = "
-        "`sequences_scores`: the sum of log-probabilities (log_softmax over raw logits, then pad masked to -inf) "
-        "divided by the number of generated tokens, EOS included (`(cur_len + 1 - 1) ** length_penalty`).",
-        "",
-        "What seqtrans must mirror to match HF beam search exactly:",
-        "- each step takes the top 2 * num_beams = 8 candidates (accumulated log-probability) over beam x vocab; "
-        "candidates ending in EOS that rank among the first num_beams of the 8 are offered to the finished list "
-        "(scored with the length normalisation above; the list keeps the best num_beams), EOS candidates ranked "
-        "lower are dropped, and the best num_beams candidates not ending in EOS continue;",
-        "- early_stopping=False heuristic, checked after each step: once num_beams hypotheses are finished and "
-        "the best running beam's accumulated score divided by its length (tokens generated so far) is not greater "
-        "than the worst finished score, the search stops (no further hypotheses are added);",
-        "- at max_new_tokens every running beam counts as finished (with its length, no EOS), so an output "
-        "can end without EOS (finished = 0);",
-        "- the output is the best finished hypothesis.",
-        "",
-        "## Summary",
-        "",
-        "| mode | finished with EOS | output length min / median / max | smallest top-2 logit gap (greedy) | time |",
-        "|---|---|---|---|---|",
+        "| file | num_beams | max_new_tokens | forced EOS | finished with EOS | at the limit | "
+        "output length min / median / max | smallest top-2 logit gap (greedy) | time |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, summary in summaries.items():
         gap = f"{summary['min_gap']:.4f}" if summary["min_gap"] != float("inf") else "-"
-        lines.append(f"| {label} | {summary['finished']} of {summary['total']} | {summary['min_len']} / "
-                     f"{summary['median_len']} / {summary['max_len']} | {gap} | {summary['seconds']:.0f} s |")
-    ties = ", ".join(f"{line} ({gap:.1e})" for line, gap in near_ties) or "none"
-    lines += ["", f"Near-ties: greedy lines (file line numbers, the `#` line is line 1) where some step's best and "
-              f"second-best logits differ by less than {NEAR_TIE:g}, with that gap: {ties}. Another fp32 "
-              "implementation may legitimately pick the other token there; beam lines of the same inputs may be "
-              "just as sensitive."]
-    lines += ["", "Regenerate: `python3 scripts/make_golden.py test/data --data ../shared/data` "
-              "(add `--checkpoint test/data/marian_tiny` to keep the model and only rerun generate()).", ""]
-    with open(os.path.join(golden, "README.md"), "w", encoding="utf-8") as readme:
-        readme.write("\n".join(lines))
+        lines.append(f"| `{args.model}_{label}.tsv` | {summary['num_beams']} | {summary['max_new_tokens']} | "
+                     f"{'yes' if summary['forced_eos'] else 'no'} | {summary['finished']} of {summary['total']} | "
+                     f"{summary['at_limit']} of {summary['total']} | {summary['min_len']} / {summary['median_len']} / "
+                     f"{summary['max_len']} | {gap} | {summary['seconds']:.0f} s |")
+    lines += ["", "\"At the limit\": the output used all max_new_tokens positions (EOS included when generated).",
+              "", f"Near-ties: greedy lines (file line numbers, the `#` line is line 1) where some step's best and "
+              f"second-best logits differ by less than {NEAR_TIE:g}, with that gap. Another fp32 implementation may "
+              "legitimately pick the other token there; beam lines of the same inputs may be just as sensitive.", ""]
+    for label, summary in summaries.items():
+        if summary["num_beams"] == 1:
+            ties = ", ".join(f"{line} ({gap:.1e})" for line, gap in summary["near_ties"]) or "none"
+            lines.append(f"- `{args.model}_{label}.tsv`: {ties}")
+    lines += ["", f"Regenerate: `python3 scripts/make_golden.py test/data --model {args.model} --checkpoint "
+              f"test/data/{args.model}` (without `--checkpoint` the model is created and trained anew).", ""]
+    with open(os.path.join(golden, f"{args.model}.md"), "w", encoding="utf-8") as summary_file:
+        summary_file.write("\n".join(lines))
 
 
 if __name__ == "__main__":

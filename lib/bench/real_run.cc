@@ -145,6 +145,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   TranslatorPool translators(options.translator);
   Translator& base = translators.get(options.engine);
   report.config = base.model_file().config();
+  report.search = base.options().search;
   FileMeasurements measurements(translators, std::move(windows), options.repetitions);
 
   RealResult& result = report.result;
@@ -171,7 +172,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   totals.target_tokens = static_cast<int64_t>(stats.target_tokens);
   totals.batches = static_cast<int64_t>(stats.batches);
   totals.max_batch_sentences = static_cast<int64_t>(options.translator.batching.max_batch_size);
-  totals.beam = options.translator.search.beam_size;
+  totals.beam = report.search.beam_size;
   const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.translator.dtype));
   result.floor = make_floor(run_totals_cost(model_shape(report.config), totals, element_bytes), options.hardware);
   if (progress)

@@ -52,6 +52,7 @@ struct RealResult {
 
 struct RealReport {
   ModelConfig config;
+  SearchOptions search;  // in effect: the caller's, with the model file's generation defaults applied
   size_t lines = 0;
   RealResult result;
   std::vector<Translation> translations;  // of the last timed run, in input order

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,14 @@ struct ModelConfig {
   int32_t decoder_start_id = 0;
   bool output_bias = false;
   std::vector<int32_t> suppressed_ids;
+};
+
+// Decoding defaults the checkpoint records (proto GenerationDefaults); each is empty when the checkpoint
+// has none. Command-line options override them; search never reads them directly.
+struct GenerationDefaults {
+  std::optional<int> max_length;              // HF max_length: counts the decoder start token
+  std::optional<int> num_beams;               // HF num_beams
+  std::optional<int32_t> forced_eos_token_id;  // HF forced_eos_token_id; equals ModelConfig::eos_id
 };
 
 struct TokenizerConfig {

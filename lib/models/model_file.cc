@@ -165,6 +165,31 @@ TokenizerConfig read_tokenizer(const proto::TokenizerConfig& tokenizer, const Mo
   return out;
 }
 
+GenerationDefaults read_generation(const proto::GenerationDefaults& generation, const ModelConfig& config,
+                                   const FileChecker& check) {
+  GenerationDefaults out;
+  if (generation.has_max_length()) {
+    // max_length counts the decoder start token, so 2 is the smallest that lets one token out.
+    check.require(generation.max_length() >= 2 && generation.max_length() <= kMaxPositions,
+                  "generation.max_length = {} is invalid (it counts the decoder start token, so at least 2)",
+                  generation.max_length());
+    out.max_length = static_cast<int>(generation.max_length());
+  }
+  if (generation.has_num_beams()) {
+    check.require(generation.num_beams() >= 1 && generation.num_beams() <= 256,
+                  "generation.num_beams = {} is invalid (1 to 256)", generation.num_beams());
+    out.num_beams = static_cast<int>(generation.num_beams());
+  }
+  if (generation.has_forced_eos_token_id()) {
+    // Search forces EOS only: a different forced token would need HF's "stop at the limit without EOS".
+    check.require(static_cast<int64_t>(generation.forced_eos_token_id()) == config.eos_id,
+                  "generation.forced_eos_token_id = {} differs from config.eos_id = {} (only EOS can be forced)",
+                  generation.forced_eos_token_id(), config.eos_id);
+    out.forced_eos_token_id = config.eos_id;
+  }
+  return out;
+}
+
 }  // namespace
 
 ModelFile ModelFile::open(const std::string& path) {
@@ -191,6 +216,7 @@ ModelFile ModelFile::open(const std::string& path) {
   check.require(header.has_config(), "config is missing");
   model.config_ = read_config(header.config(), check);
   model.tokenizer_ = read_tokenizer(header.tokenizer(), model.config_, check);
+  model.generation_ = read_generation(header.generation(), model.config_, check);
   model.description_ = header.description();
 
   const uint64_t data_start = (16 + header_size + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;

@@ -25,6 +25,7 @@ class ModelFile {
   const std::string& path() const { return path_; }
   const ModelConfig& config() const { return config_; }
   const TokenizerConfig& tokenizer() const { return tokenizer_; }
+  const GenerationDefaults& generation_defaults() const { return generation_; }
   const std::string& description() const { return description_; }
 
   bool has_tensor(const std::string& name) const { return tensors_.count(name) != 0; }
@@ -37,6 +38,7 @@ class ModelFile {
   std::shared_ptr<MappedFile> mapping_;
   ModelConfig config_;
   TokenizerConfig tokenizer_;
+  GenerationDefaults generation_;
   std::string description_;
   std::map<std::string, Tensor> tensors_;
 };

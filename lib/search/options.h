@@ -34,7 +34,9 @@ struct SearchOptions {
   // EOS is not allowed before this many tokens were generated (HF min_new_tokens); the synthetic
   // benchmark uses it with max_length to force an exact output length.
   int min_length = 0;
-  // Force EOS as the last token when the maximum length is reached (HF forced_eos_token_id).
+  // Force EOS as the last token when the maximum length is reached (HF forced_eos_token_id): outputs at the
+  // limit keep max - 1 tokens, and the forced EOS adds log-prob 0. The translator sets it from the model
+  // file unless the caller chose (generation_defaults.h).
   bool force_eos_at_max_length = false;
   // true: a sentence leaves the decoder batch as soon as it is done, so later steps compute only the
   // sentences still searching. false: the naive batching that the benchmark's --naive-batching ablation

@@ -20,11 +20,17 @@ using namespace seqtrans::testing;
 
 namespace {
 
-ProcessResult translate(const std::vector<std::string>& flags, const std::string& input) {
-  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--device",
-                                        "cpu", "--quiet"};
+// `seqtrans translate -m model --device cpu` with `flags`.
+ProcessResult translate_with(const std::string& model, const std::vector<std::string>& flags,
+                             const std::string& input) {
+  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", model, "--device", "cpu"};
   arguments.insert(arguments.end(), flags.begin(), flags.end());
   return run_process(arguments, input);
+}
+
+ProcessResult translate(std::vector<std::string> flags, const std::string& input) {
+  flags.insert(flags.begin(), "--quiet");
+  return translate_with(converted_tiny_model(), flags, input);
 }
 
 void require_one_line_error(const ProcessResult& result) {
@@ -131,6 +137,64 @@ TEST_CASE("n-best and score output formats", "[e2e][cli]") {
   require_one_line_error(translate({"--beam-size", "2", "--n-best", "3"}, "Hello.\n"));
 }
 
+namespace {
+
+// The golden checkpoint whose generation config forces EOS (forced_eos_token_id 0, num_beams 4,
+// max_length 256), run without --quiet so that the summary line counts the target tokens.
+ProcessResult translate_forced_eos_model(const std::vector<std::string>& flags, const std::string& input) {
+  return translate_with(converted_golden_model("marian_separate"), flags, input);
+}
+
+// The summary line's "N target tokens" (best hypotheses, EOS excluded).
+size_t target_tokens(const ProcessResult& result) {
+  const size_t end = result.err.find(" target tokens in ");
+  REQUIRE(end != std::string::npos);
+  const size_t begin = result.err.rfind(", ", end);
+  return std::stoul(result.err.substr(begin + 2, end - begin - 2));
+}
+
+}  // namespace
+
+TEST_CASE("a model with a forced EOS and --max-length 5 0 prints at most 4 tokens per line", "[e2e][cli]") {
+  const size_t lines = count_lines(sample_input());
+  for (const char* beam : {"1", "4"}) {
+    INFO("beam " << beam);
+    const ProcessResult forced = translate_forced_eos_model({"--max-length", "5", "0", "--beam-size", beam}, sample_input());
+    REQUIRE(forced.exit_code == 0);
+    CHECK(count_lines(forced.out) == lines);
+    CHECK(target_tokens(forced) <= 4 * lines);
+    // Without the forced EOS most of these lines run to 5 tokens.
+    const ProcessResult unforced = translate_forced_eos_model(
+        {"--max-length", "5", "0", "--beam-size", beam, "--force-eos", "off"}, sample_input());
+    REQUIRE(unforced.exit_code == 0);
+    CHECK(target_tokens(unforced) > 4 * lines * 3 / 4);
+  }
+  // Greedy: the forced run is the unforced run cut one token earlier (HF's tokens before the forced EOS).
+  const ProcessResult forced = translate_forced_eos_model({"--max-length", "5", "0", "--beam-size", "1", "-q"}, sample_input());
+  const ProcessResult cut = translate_forced_eos_model(
+      {"--max-length", "4", "0", "--beam-size", "1", "--force-eos", "off", "-q"}, sample_input());
+  CHECK(forced.out == cut.out);
+}
+
+TEST_CASE("the model file's generation defaults apply unless options are given, and info says which",
+          "[e2e][cli]") {
+  const ProcessResult defaults = translate_forced_eos_model({"--log-level", "info"}, "Hello.\n");
+  REQUIRE(defaults.exit_code == 0);
+  CHECK(defaults.err.find("beam size 4 (model file: num_beams 4)") != std::string::npos);
+  CHECK(defaults.err.find("max length 255 + 0 x source tokens (model file: max_length 256)") != std::string::npos);
+  CHECK(defaults.err.find("forced EOS at the limit on (model file: forced_eos_token_id 0)") != std::string::npos);
+  const ProcessResult given = translate_forced_eos_model(
+      {"--log-level", "info", "--beam-size", "2", "--max-length", "30", "--force-eos", "off"}, "Hello.\n");
+  REQUIRE(given.exit_code == 0);
+  CHECK(given.err.find("beam size 2 (command line)") != std::string::npos);
+  CHECK(given.err.find("max length 30 + 0 x source tokens (command line)") != std::string::npos);
+  CHECK(given.err.find("forced EOS at the limit off (command line)") != std::string::npos);
+  // The tiny model records only max_length; its beam size is the built-in one.
+  const ProcessResult tiny = translate_with(converted_tiny_model(), {"--log-level", "info"}, "Hello.\n");
+  CHECK(tiny.err.find("beam size 4 (built-in default)") != std::string::npos);
+  CHECK(tiny.err.find("forced EOS at the limit off (built-in default)") != std::string::npos);
+}
+
 TEST_CASE("sampling is reproducible from a seed", "[e2e][cli]") {
   const std::vector<std::string> flags = {"--beam-size", "1", "--sampling-topk", "10", "--temperature", "1.5", "--seed", "7"};
   const ProcessResult first = translate(flags, sample_input());
@@ -206,6 +270,8 @@ TEST_CASE("help and version", "[e2e][cli]") {
   const ProcessResult help = run_process({seqtrans_binary(), "translate", "--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--beam-size") != std::string::npos);
+  CHECK(help.out.find("the model file's num_beams, else 4") != std::string::npos);
+  CHECK(help.out.find("--force-eos") != std::string::npos);
   CHECK(help.out.find("Examples") != std::string::npos);
   const ProcessResult version = run_process({seqtrans_binary(), "--version"});
   CHECK(version.exit_code == 0);

@@ -1,6 +1,7 @@
 // Parity with a peer: seqtrans's CPU engine against Hugging Face generate() on the same checkpoint,
 // converted here with scripts/convert_marian.py. Goldens: test/data/golden (scripts/make_golden.py).
 #include <cmath>
+#include <functional>
 #include <iostream>
 
 #include "catch.h"
@@ -26,8 +27,10 @@ SearchOptions options_from(const GoldenFile& golden) {
   };
   options.beam_size = std::stoi(setting("num_beams"));
   options.num_hypotheses = 1;
+  // HF max_new_tokens = N is --max-length N 0; forced_eos_token_id (EOS) forces the token at position N.
   options.max_length_a = std::stoi(setting("max_new_tokens"));
   options.max_length_b = 0.0f;
+  options.force_eos_at_max_length = setting("forced_eos_token_id") != "None";
   if (options.beam_size > 1) {
     options.length_penalty = std::stof(setting("length_penalty"));
     const std::string stopping = setting("early_stopping");
@@ -41,16 +44,40 @@ SearchOptions options_from(const GoldenFile& golden) {
 struct ParityReport {
   size_t identical = 0;
   size_t total = 0;
+  size_t at_limit = 0;  // golden outputs that used every allowed position
   double max_score_difference = 0.0;
 };
 
+// Golden sets whose outputs mostly reach a small limit (max_new_tokens 12), with and without HF's forced
+// EOS, on both golden checkpoints, and the second checkpoint's 80-token sets (its generation config
+// forces EOS). Every line must match.
+const char* const kLimitGoldens[] = {
+    "marian_tiny_greedy_limit12.tsv",        "marian_tiny_beam4_limit12.tsv",
+    "marian_tiny_greedy_limit12_forced.tsv", "marian_tiny_beam4_limit12_forced.tsv",
+    "marian_separate_greedy.tsv",            "marian_separate_beam4.tsv",
+    "marian_separate_greedy_limit12.tsv",    "marian_separate_beam4_limit12.tsv",
+    "marian_separate_greedy_limit12_forced.tsv", "marian_separate_beam4_limit12_forced.tsv",
+};
+
+// The converted golden checkpoint named by the golden's `model` setting.
+const std::string& golden_model(const GoldenFile& golden) {
+  const auto found = golden.settings.find("model");
+  if (found == golden.settings.end()) throw Error("golden settings lack model");
+  return converted_golden_model(found->second);
+}
+
 // Runs the goldens through search in mini-batches of `batch_size` (batching must not change results).
-ParityReport check_parity(const std::string& golden_name, Device device, DataType dtype, size_t batch_size) {
+// `adjust` may change the options read from the golden (to show that a test can fail).
+ParityReport check_parity(const std::string& golden_name, Device device, DataType dtype, size_t batch_size,
+                          const std::function<void(SearchOptions&)>& adjust = {}) {
   const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/" + golden_name);
   REQUIRE(golden.cases.size() >= 300);
-  const ModelFile file = ModelFile::open(converted_tiny_model());
+  const ModelFile file = ModelFile::open(golden_model(golden));
   EncoderDecoderModel model(file, {device, dtype});
-  const SearchOptions options = options_from(golden);
+  SearchOptions options = options_from(golden);
+  if (options.force_eos_at_max_length)
+    REQUIRE(golden.settings.at("forced_eos_token_id") == std::to_string(file.config().eos_id));
+  if (adjust) adjust(options);
   ParityReport report;
   for (size_t begin = 0; begin < golden.cases.size(); begin += batch_size) {
     std::vector<std::vector<int32_t>> sources;
@@ -61,16 +88,29 @@ ParityReport check_parity(const std::string& golden_name, Device device, DataTyp
       const GoldenCase& expected = golden.cases[i];
       const Hypothesis& best = results[i - begin].hypotheses.at(0);
       ++report.total;
+      report.at_limit +=
+          static_cast<int>(expected.output_ids.size()) + (expected.finished ? 1 : 0) >= options.max_length_a;
       if (best.tokens != expected.output_ids) continue;
       ++report.identical;
       report.max_score_difference =
           std::max(report.max_score_difference, std::abs(static_cast<double>(best.score) - expected.score));
     }
   }
-  std::cout << fmt::format("parity {} on {} {}: {}/{} identical ({:.1f}%), max score difference {:.2e}\n",
-                           golden_name, device_name(device), dtype_name(dtype), report.identical, report.total,
-                           100.0 * report.identical / report.total, report.max_score_difference);
+  std::cout << fmt::format(
+      "parity {} on {} {}: {}/{} identical ({:.1f}%), max score difference {:.2e}, {} golden lines at the limit\n",
+      golden_name, device_name(device), dtype_name(dtype), report.identical, report.total,
+      100.0 * report.identical / report.total, report.max_score_difference, report.at_limit);
   return report;
+}
+
+// Every line of every limit golden, in fp32 on `device`.
+void check_limit_goldens(Device device) {
+  for (const char* golden : kLimitGoldens) {
+    INFO(golden);
+    const ParityReport report = check_parity(golden, device, DataType::F32, 16);
+    CHECK(report.identical == report.total);
+    CHECK(report.max_score_difference <= 1e-3);
+  }
 }
 
 }  // namespace
@@ -87,16 +127,37 @@ TEST_CASE("CPU beam search (4) matches Hugging Face generate() on the tiny Maria
   CHECK(report.max_score_difference <= 1e-3);
 }
 
+TEST_CASE("CPU search matches Hugging Face generate() on every line at the length limit", "[e2e][parity]") {
+  check_limit_goldens(Device::CPU);
+}
+
+TEST_CASE("the limit goldens reach the limit, and fail without the forced EOS they were made with",
+          "[e2e][parity]") {
+  for (const char* golden : {"marian_tiny_greedy_limit12_forced.tsv", "marian_separate_beam4_limit12_forced.tsv"}) {
+    INFO(golden);
+    const ParityReport exact = check_parity(golden, Device::CPU, DataType::F32, 16);
+    CHECK(exact.at_limit >= exact.total / 2);
+    const ParityReport unforced =
+        check_parity(golden, Device::CPU, DataType::F32, 16, [](SearchOptions& options) {
+          options.force_eos_at_max_length = false;
+        });
+    // A line at the limit then gets one token more than HF's, unless its EOS came there on its own.
+    CHECK(unforced.identical + exact.at_limit / 2 <= unforced.total);
+  }
+}
+
 TEST_CASE("the tokenizer reproduces Hugging Face's source ids for the golden inputs", "[e2e][parity]") {
-  const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
-  const ModelFile file = ModelFile::open(converted_tiny_model());
-  const Tokenizer tokenizer(tokenizer_spec(file));
-  size_t identical = 0;
-  for (const GoldenCase& golden_case : golden.cases)
-    identical += tokenizer.encode_source(golden_case.source_text) == golden_case.source_ids;
-  std::cout << fmt::format("tokenizer: {}/{} golden sources identical to MarianTokenizer\n", identical,
-                           golden.cases.size());
-  CHECK(identical == golden.cases.size());
+  for (const char* name : {"marian_tiny_greedy.tsv", "marian_separate_greedy.tsv"}) {
+    const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/" + name);
+    const ModelFile file = ModelFile::open(golden_model(golden));
+    const Tokenizer tokenizer(tokenizer_spec(file));
+    size_t identical = 0;
+    for (const GoldenCase& golden_case : golden.cases)
+      identical += tokenizer.encode_source(golden_case.source_text) == golden_case.source_ids;
+    std::cout << fmt::format("tokenizer: {}/{} golden sources of {} identical to MarianTokenizer\n", identical,
+                             golden.cases.size(), name);
+    CHECK(identical == golden.cases.size());
+  }
 }
 
 TEST_CASE("GPU fp32 matches Hugging Face generate() like the CPU does", "[gpu][e2e][parity]") {
@@ -106,6 +167,7 @@ TEST_CASE("GPU fp32 matches Hugging Face generate() like the CPU does", "[gpu][e
     CHECK(report.identical >= report.total * 99 / 100);
     CHECK(report.max_score_difference <= 1e-3);
   }
+  check_limit_goldens(Device::CUDA);
 }
 
 // GPU fp16 against the CPU on the same weights: the bundled model, whose file stores fp16 weights, so

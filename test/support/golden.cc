@@ -61,16 +61,18 @@ GoldenFile read_golden(const std::string& path) {
   return golden;
 }
 
-const std::string& converted_tiny_model() {
-  static const std::string path = [] {
-    const std::string out = temp_path("marian_tiny.seqtrans");
-    const std::string command = std::string("python3 ") + SEQTRANS_SOURCE_DIR + "/scripts/convert_marian.py " +
-                                SEQTRANS_TEST_DATA + "/marian_tiny " + out + " --dtype fp32 > /dev/null";
-    if (run_command(command) != 0) throw Error("converter failed: " + command);
-    return out;
-  }();
-  return path;
+const std::string& converted_golden_model(const std::string& name) {
+  static std::map<std::string, std::string> paths;
+  const auto found = paths.find(name);
+  if (found != paths.end()) return found->second;
+  const std::string out = temp_path(name + ".seqtrans");
+  const std::string command = std::string("python3 ") + SEQTRANS_SOURCE_DIR + "/scripts/convert_marian.py " +
+                              SEQTRANS_TEST_DATA + "/" + name + " " + out + " --dtype fp32 > /dev/null";
+  if (run_command(command) != 0) throw Error("converter failed: " + command);
+  return paths.emplace(name, out).first->second;
 }
+
+const std::string& converted_tiny_model() { return converted_golden_model("marian_tiny"); }
 
 int run_command(const std::string& command) {
   const int status = std::system(command.c_str());

@@ -1,6 +1,7 @@
 // Golden outputs recorded from Hugging Face generate() by scripts/make_golden.py.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,7 +24,11 @@ struct GoldenFile {
 // Reads a golden .tsv; throws seqtrans::Error on a malformed line.
 GoldenFile read_golden(const std::string& path);
 
-// test/data/marian_tiny converted with scripts/convert_marian.py (fp32), once per test binary.
+// test/data/<name> (a golden checkpoint: marian_tiny, marian_separate) converted with
+// scripts/convert_marian.py (fp32), once per name and test binary.
+const std::string& converted_golden_model(const std::string& name);
+
+// converted_golden_model("marian_tiny").
 const std::string& converted_tiny_model();
 
 // Runs `command` through the shell; returns its exit status (tests use it for the converter and the CLI).

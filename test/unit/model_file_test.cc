@@ -158,3 +158,35 @@ TEST_CASE("wrong shapes, missing tensors and absurd config values are refused", 
     CHECK(open_error(write_image(image)).find("format_version") != std::string::npos);
   }
 }
+
+TEST_CASE("generation defaults are read when present and checked", "[model_file]") {
+  SECTION("absent: every default is empty") {
+    const ModelFile file = ModelFile::open(write_image(make_tiny_model({})));
+    CHECK_FALSE(file.generation_defaults().max_length.has_value());
+    CHECK_FALSE(file.generation_defaults().num_beams.has_value());
+    CHECK_FALSE(file.generation_defaults().forced_eos_token_id.has_value());
+  }
+  SECTION("present, zero included") {
+    ModelImage image = make_tiny_model({});
+    image.header.mutable_generation()->set_max_length(512);
+    image.header.mutable_generation()->set_num_beams(6);
+    image.header.mutable_generation()->set_forced_eos_token_id(image.header.config().eos_id());
+    const ModelFile file = ModelFile::open(write_image(image));
+    CHECK(file.generation_defaults().max_length == 512);
+    CHECK(file.generation_defaults().num_beams == 6);
+    CHECK(file.generation_defaults().forced_eos_token_id == static_cast<int32_t>(image.header.config().eos_id()));
+  }
+  SECTION("a forced token other than EOS is refused") {
+    ModelImage image = make_tiny_model({});
+    image.header.mutable_generation()->set_forced_eos_token_id(image.header.config().eos_id() + 1);
+    CHECK(open_error(write_image(image)).find("forced_eos_token_id") != std::string::npos);
+  }
+  SECTION("a max_length that leaves no token and absurd beams are refused") {
+    ModelImage image = make_tiny_model({});
+    image.header.mutable_generation()->set_max_length(1);
+    CHECK(open_error(write_image(image)).find("generation.max_length = 1") != std::string::npos);
+    image.header.mutable_generation()->set_max_length(20);
+    image.header.mutable_generation()->set_num_beams(0);
+    CHECK(open_error(write_image(image)).find("generation.num_beams = 0") != std::string::npos);
+  }
+}
