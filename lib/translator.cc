@@ -80,12 +80,12 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   scheduling.max_tokens = options_.batching.max_batch_tokens;
   scheduling.min_join = options_.min_join;
   scheduler_ = std::make_unique<DecodingScheduler>(*model_, options_.search, scheduling);
-  // The pools are sized for the budget now, so that steps never move them (and graphs are recorded once);
-  // the cache's positions grow with the longest output met.
+  // The pools' rows are sized for the budget now, so that steps never move them (and graphs are recorded
+  // once per bucket). Their positions grow with the longest source and output met: reserving the longest
+  // allowed would hold memory most inputs never use.
   DecoderReservation reservation;
   reservation.sentences = static_cast<int64_t>(options_.batching.max_batch_size);
   reservation.slots = reservation.sentences * options_.search.beam_size;
-  reservation.source_length = static_cast<int64_t>(std::min(options_.max_input_length, options_.batching.max_batch_tokens));
   model_->reserve(scheduler_->state(), reservation);
 }
 

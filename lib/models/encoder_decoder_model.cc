@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "core/profiler.h"
 #include "ops/graph.h"
@@ -51,10 +52,15 @@ class EncoderDecoderState : public DecoderState {
   int64_t capacity = 0;
   int64_t sentence_rows = 0;
   int64_t source_capacity = 0;
-  std::vector<int32_t> suppressed_host;   // the suppressed-id list the graphs were recorded with
-  Tensor suppressed_device;
-  std::map<std::pair<int64_t, int>, std::unique_ptr<StepGraph>> graphs;  // (rows, k) -> recorded step
-  std::set<std::pair<int64_t, int>> launched;  // (rows, k) run op by op since the buffers last changed
+  // The suppressed-id lists steps have asked for (usually one, and one with EOS while a minimum length
+  // holds) and their device copies, which graphs read: kept, so that switching lists records nothing.
+  std::vector<std::vector<int32_t>> suppressed_lists;
+  std::vector<Tensor> suppressed_devices;
+  int suppressed = -1;  // the list of the current step
+  // (rows, k, suppressed list) -> recorded step; and the keys run op by op since the buffers last changed.
+  using GraphKey = std::tuple<int64_t, int, int>;
+  std::map<GraphKey, std::unique_ptr<StepGraph>> graphs;
+  std::set<GraphKey> launched;
 
   void drop_graphs() {
     graphs.clear();
@@ -383,14 +389,15 @@ void EncoderDecoderModel::select_candidates(const EncoderDecoderState& state, co
   ops::TopkOptions options;
   options.k = k;
   options.bias = output_bias_.defined() ? &output_bias_ : nullptr;
-  options.suppressed_ids = state.suppressed_host.empty() ? nullptr : &state.suppressed_device;
+  const Tensor& suppressed = state.suppressed_devices[static_cast<size_t>(state.suppressed)];
+  options.suppressed_ids = suppressed.elements() == 0 ? nullptr : &suppressed;
   options.algorithm = options_.topk_algorithm;
   ops::log_softmax_topk(logits(x), options, values, ids);
 }
 
 void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values,
                                          Tensor& ids) const {
-  const std::pair<int64_t, int> key{rows, k};
+  const EncoderDecoderState::GraphKey key{rows, k, state.suppressed};
   StepGraph* step_graph = nullptr;
   if (const auto recorded = state.graphs.find(key); recorded != state.graphs.end()) {
     step_graph = recorded->second.get();
@@ -415,10 +422,14 @@ void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t row
 }
 
 void EncoderDecoderModel::update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const {
-  if (suppressed == state.suppressed_host && (suppressed.empty() || state.suppressed_device.defined())) return;
-  state.suppressed_host = suppressed;
-  state.suppressed_device = ids_tensor(suppressed, options_.device);
-  state.drop_graphs();  // they read the old copy
+  const auto known = std::find(state.suppressed_lists.begin(), state.suppressed_lists.end(), suppressed);
+  if (known != state.suppressed_lists.end()) {
+    state.suppressed = static_cast<int>(known - state.suppressed_lists.begin());
+    return;
+  }
+  state.suppressed = static_cast<int>(state.suppressed_lists.size());
+  state.suppressed_lists.push_back(suppressed);
+  state.suppressed_devices.push_back(ids_tensor(suppressed, options_.device));
 }
 
 void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,
