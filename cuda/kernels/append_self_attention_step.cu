@@ -15,7 +15,8 @@ struct StepOutputs {
   T* value_cache;  // [rows, capacity, d]
   int32_t* history;  // [s, capacity]
   const int32_t* cache_rows;  // [s], or null: slot s writes row s
-  int64_t rows;               // cache rows
+  int64_t rows;               // cache rows (blocks with cache_rows)
+  int64_t history_capacity;   // positions a history row holds
 };
 
 // One thread per N-element vector of qkv. part_vectors: vectors in d.
@@ -38,11 +39,11 @@ __global__ void append_self_attention_step_kernel(const T* __restrict__ qkv, con
     }
     const int32_t position = positions[slot];
     const int64_t row = outputs.cache_rows != nullptr ? outputs.cache_rows[slot] : slot;
-    if (position < 0 || position >= capacity || row < 0 || row >= outputs.rows) continue;
-    const int64_t cache_entry = row * capacity + position;
+    if (position < 0 || position >= outputs.history_capacity || row < 0 || row >= outputs.rows) continue;
+    const int64_t cache_entry = row * capacity + position % capacity;
     T* cache = part == 1 ? outputs.key_cache : outputs.value_cache;
     reinterpret_cast<V*>(cache)[cache_entry * part_vectors + c] = value;
-    if (part == 1 && c == 0) outputs.history[slot * capacity + position] = static_cast<int32_t>(row);
+    if (part == 1 && c == 0) outputs.history[slot * outputs.history_capacity + position] = static_cast<int32_t>(row);
   }
 }
 
@@ -59,7 +60,8 @@ void launch_append_self_attention_step(const Tensor& qkv, const Tensor& bias, co
                                value_cache.data<T>(),
                                history.data<int32_t>(),
                                cache_rows != nullptr ? cache_rows->data<int32_t>() : nullptr,
-                               key_cache.dim(0)};
+                               key_cache.dim(0),
+                               history.dim(1)};
   const bool aligned = is_aligned(qkv.raw(), 16) && is_aligned(bias.raw(), 16) && is_aligned(outputs.query, 16) &&
                        is_aligned(outputs.key_cache, 16) && is_aligned(outputs.value_cache, 16);
   if (width % kWidth == 0 && aligned) {

@@ -44,14 +44,15 @@ constexpr int kWarpDecodeMinBlocks = 8;
 
 struct AttentionArguments {
   int query_len;
-  int key_capacity;
+  int key_capacity;  // keys per row: keys.dim(1), or the width of a per-key table
+  int key_block;     // positions per batch row of keys (keys.dim(1)): per-key key j sits at j % key_block
   int key_batch;  // batch rows of keys and values (differs from the query's with key_rows)
   int width;
   int head_dim;
   float scale;
 };
 
-// kPerKey: key_rows is [b, key_capacity] (a batch row per key); otherwise it is [b] or null (row b).
+// kPerKey: key_rows is [b, key_capacity] (a block of keys per key); otherwise it is [b] or null (row b).
 template <typename T, int N, bool kPerKey>
 __global__ void __launch_bounds__(kDecodeThreads)
     attention_decode_kernel(const T* __restrict__ query, const T* __restrict__ keys, const T* __restrict__ values,
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   float* scores = shared;                       // [key_capacity]
   float* query_row = scores + args.key_capacity;  // [head_dim]
   float* partial = query_row + args.head_dim;     // [partitions, head_dim]
-  // kPerKey only: each key's row in keys seen as [key_batch * key_capacity, width], -1 where masked.
+  // kPerKey only: each key's row in keys seen as [key_batch * key_block, width], -1 where masked.
   int* key_index = reinterpret_cast<int*>(partial + partitions * args.head_dim);  // [key_capacity]
   __shared__ float scratch[32];
 
@@ -97,7 +98,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
         // One int32 per key: the lanes of a group load the same word (a broadcast).
         const int row = key_rows_of_b[j];
         valid = row >= 0 && row < args.key_batch;
-        const int index = valid ? row * args.key_capacity + j : -1;  // the host checked it fits an int
+        const int index = valid ? row * args.key_block + j % args.key_block : -1;  // the host checked it fits
         key_offset = head_base + static_cast<int64_t>(index) * args.width;
         if (lane_in_group == 0) key_index[j] = index;
       }
@@ -236,7 +237,7 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
       vector_to_floats(x, q[s]);
     }
     // Key j's head row starts at head_base + j * width, or (kPerKey) head_offset + index * width with index
-    // = key_rows[b, j] * key_capacity + j.
+    // = key_rows[b, j] * key_block + j % key_block.
     const int64_t head_base =
         kPerKey ? head_offset : static_cast<int64_t>(key_row) * args.key_capacity * args.width + head_offset;
 
@@ -251,7 +252,7 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
         if constexpr (kPerKey) {
           const int batch_row = next_rows[p];
           valid[p] = valid[p] && batch_row >= 0 && batch_row < args.key_batch;
-          if (valid[p]) index = batch_row * args.key_capacity + j;  // the host checked it fits an int
+          if (valid[p]) index = batch_row * args.key_block + j % args.key_block;  // the host checked it fits
         }
         const int64_t offset = head_base + static_cast<int64_t>(index) * args.width;
 #pragma unroll
@@ -656,22 +657,24 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   const Tensor* key_rows = options.key_rows;
   if (key_rows != nullptr) {
     check_on_device(op, "key_rows", *key_rows);
-    SEQTRANS_CHECK(key_rows->dtype() == DataType::I32 &&
-                       (key_rows->rank() == 1 || (key_rows->rank() == 2 && key_rows->dim(1) == keys.dim(1))),
-                   "attention: key_rows {} {} is neither [b] nor [b, {}] int32", dtype_name(key_rows->dtype()),
-                   shape_string(key_rows->shape()), keys.dim(1));
+    SEQTRANS_CHECK(key_rows->dtype() == DataType::I32 && (key_rows->rank() == 1 || key_rows->rank() == 2),
+                   "attention: key_rows {} {} is neither [b] nor [b, T] int32", dtype_name(key_rows->dtype()),
+                   shape_string(key_rows->shape()));
   }
   const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
   if (batch == 0 || query_len == 0 || width == 0) return;
   const cudaDeviceProp& properties = context().properties;
   SEQTRANS_CHECK(batch <= properties.maxGridSize[2] && options.num_heads <= properties.maxGridSize[1] &&
                      query_len <= properties.maxGridSize[0] && keys.dim(1) <= (int64_t{1} << 30) &&
+                     (key_rows == nullptr || key_rows->rank() == 1 || key_rows->dim(1) <= (int64_t{1} << 30)) &&
                      keys.dim(0) * keys.dim(1) <= INT32_MAX,
                  "attention: shape {} x {} exceeds the CUDA grid limits", shape_string(query.shape()),
                  shape_string(keys.shape()));
   AttentionArguments args;
   args.query_len = static_cast<int>(query_len);
-  args.key_capacity = static_cast<int>(keys.dim(1));
+  const bool per_key = key_rows != nullptr && key_rows->rank() == 2;
+  args.key_capacity = static_cast<int>(per_key ? key_rows->dim(1) : keys.dim(1));
+  args.key_block = static_cast<int>(keys.dim(1));
   args.key_batch = static_cast<int>(keys.dim(0));
   args.width = static_cast<int>(width);
   args.head_dim = static_cast<int>(width / options.num_heads);

@@ -8,21 +8,23 @@
 namespace seqtrans::cpu {
 namespace {
 
-// Element offset in keys/values of key j of query row b: batch row b, key_rows[b] or key_rows[b, j].
-// Only keys below the length are looked up, so a history table may hold anything past it.
-void key_offsets(const ops::AttentionOptions& options, int64_t b, int64_t key_len, int64_t key_batch,
-                 int64_t key_capacity, int64_t width, std::vector<int64_t>& offsets) {
+// Element offset in keys/values of key j of query row b: batch row b or key_rows[b] at position j, or
+// batch row key_rows[b, j] at position j % block (block = keys' positions per row). Only keys below the
+// length are looked up, so a history table may hold anything past it.
+void key_offsets(const ops::AttentionOptions& options, int64_t b, int64_t key_len, int64_t key_batch, int64_t block,
+                 int64_t width, std::vector<int64_t>& offsets) {
   const Tensor* key_rows = options.key_rows;
   const int32_t* rows = key_rows != nullptr ? key_rows->data<int32_t>() : nullptr;
+  const bool per_key = key_rows != nullptr && key_rows->rank() == 2;
   for (int64_t j = 0; j < key_len; ++j) {
     int64_t row = b;
     if (rows != nullptr) {
-      const int64_t index = key_rows->rank() == 1 ? b : b * key_capacity + j;
+      const int64_t index = per_key ? b * key_rows->dim(1) + j : b;
       row = rows[index];
       SEQTRANS_CHECK(row >= 0 && row < key_batch,
                      "attention: key_rows entry {} is {}, outside the {} batch rows of keys", index, row, key_batch);
     }
-    offsets[j] = (row * key_capacity + j) * width;
+    offsets[j] = (row * block + (per_key ? j % block : j)) * width;
   }
 }
 
@@ -31,7 +33,10 @@ void key_offsets(const ops::AttentionOptions& options, int64_t b, int64_t key_le
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out) {
   const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
-  const int64_t key_batch = keys.dim(0), key_capacity = keys.dim(1);
+  const int64_t key_batch = keys.dim(0), block = keys.dim(1);
+  // Per-key rows address keys by block: the table's width bounds the lengths.
+  const bool per_key = options.key_rows != nullptr && options.key_rows->rank() == 2;
+  const int64_t key_capacity = per_key ? options.key_rows->dim(1) : block;
   const int64_t heads = options.num_heads, head_dim = width / heads;
   const float* q = query.data<float>();
   const float* k = keys.data<float>();
@@ -43,7 +48,7 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
 
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t key_len = std::clamp<int64_t>(lengths[b], 0, key_capacity);
-    key_offsets(options, b, key_len, key_batch, key_capacity, width, offsets);
+    key_offsets(options, b, key_len, key_batch, block, width, offsets);
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t t = 0; t < query_len; ++t) {
         const float* q_row = q + (b * query_len + t) * width + h * head_dim;

@@ -23,8 +23,8 @@ class EncoderLayer {
 // read through the history table (beam reorders permute only that), the encoder memory through each
 // slot's sentence (the beams of a sentence share it).
 struct DecoderLayerCache {
-  Tensor self_keys;     // [cache rows, capacity, d]: a slot's key for position t at its cache row
-  Tensor self_values;   // [cache rows, capacity, d]
+  Tensor self_keys;     // [blocks, B, d]: a slot's key for position t in block history[slot, t], at t % B
+  Tensor self_values;   // [blocks, B, d]
   Tensor cross_keys;    // [sentences, source_len, d]
   Tensor cross_values;  // [sentences, source_len, d]
 };
@@ -36,7 +36,7 @@ struct DecoderStepInputs {
   Tensor& history;               // [s, capacity] int32: the cache row holding each slot's key t
   const Tensor& sentences;       // [s] int32: each slot's row of the encoder memory
   const Tensor& source_lengths;  // [s] int32: its length
-  const Tensor* cache_rows = nullptr;  // [s] int32: the cache row each slot writes (null: row s)
+  const Tensor* cache_rows = nullptr;  // [s] int32: the cache block each slot writes (null: row s, whole rows)
 };
 
 class DecoderLayer {

@@ -22,34 +22,37 @@ struct StepGraph {
 
 // Decoder state of a run: one slot per active hypothesis, each at its own position. Sentences join
 // (admit) and leave (select) between steps. Keys and values stay where they were written, in pools:
-//  - the self-attention cache is a pool of cache rows of `capacity` positions. Each sentence owns some
-//    rows (one per slot it has had at once) until it leaves; its slots write their keys there, at their
-//    position, and read them through the history table, so beam reorders move only indices;
+//  - the self-attention cache is a pool of blocks of kBlockPositions positions. A sentence owns lanes, one
+//    per slot it has had at once (its beams); its k-th slot writes position p into block p / B of lane k,
+//    and every slot reads its keys through the history table (slot, position) -> block, so beam reorders
+//    move only indices. Positions below p in a lane may be read by other beams; p itself is fresh;
 //  - the encoder memory is a pool of sentence rows of `source_capacity` positions.
-// Whole cache rows rather than paged blocks: the attention kernels already address (row, position), and
-// at our budgets (hundreds of rows x a few hundred positions) the pool fits memory many times over.
+// Blocks, not whole rows of the longest output: a run's memory then follows the lengths it decodes (on
+// newstest2014, whole rows held the pool at 256 rows x 256 positions once any output passed 128 tokens).
 class EncoderDecoderState : public DecoderState {
  public:
   int64_t slots() const override { return static_cast<int64_t>(positions.size()); }
 
   // Per slot, on the host.
-  std::vector<int32_t> positions;   // tokens already fed
-  std::vector<int32_t> sentences;   // its sentence's row of the memory pool
-  std::vector<int32_t> reorder;     // the slot of the last step it continues (itself after a step, or new)
-  std::vector<int32_t> cache_rows;  // the cache row it writes
+  std::vector<int32_t> positions;  // tokens already fed
+  std::vector<int32_t> sentences;  // its sentence's row of the memory pool
+  std::vector<int32_t> reorder;    // the slot of the last step it continues (itself after a step, or new)
+  std::vector<int32_t> lanes;      // its lane among its sentence's
+  std::vector<int32_t> blocks;     // the block it writes this step (set by prepare_step)
 
   // Per memory-pool row, on the host.
-  std::vector<int32_t> source_lengths;                  // [sentence rows]
-  std::vector<std::vector<int32_t>> sentence_cache_rows;  // cache rows each sentence owns
-  std::vector<int32_t> free_sentences;                  // memory-pool rows free for new sentences
-  std::vector<int32_t> free_cache_rows;                 // cache rows no sentence owns
+  std::vector<int32_t> source_lengths;                          // [sentence rows]
+  std::vector<std::vector<std::vector<int32_t>>> sentence_lanes;  // [sentence rows][lane] -> blocks
+  std::vector<int32_t> free_sentences;                          // memory-pool rows free for new sentences
+  std::vector<int32_t> free_blocks;                             // cache blocks no sentence owns
 
   // On the device. Graphs recorded against these buffers stay valid until the buffers move.
-  std::vector<DecoderLayerCache> layers;  // self caches [rows, capacity, d], memory [sentence rows, source_capacity, d]
-  Tensor history;                         // [rows, capacity] int32, see DecoderStepInputs
+  std::vector<DecoderLayerCache> layers;  // self caches [blocks, B, d], memory [sentence rows, source_capacity, d]
+  Tensor history;                         // [rows, capacity] int32: the block of each slot's key t
   Tensor step_inputs;                     // [kStepInputs, rows] int32, uploaded once per step
-  int64_t rows = 0;                       // cache rows = history rows = most slots a step can hold
-  int64_t capacity = 0;
+  int64_t rows = 0;                       // history rows: the most slots a step can hold
+  int64_t capacity = 0;                   // positions a history row holds
+  int64_t cache_blocks = 0;
   int64_t sentence_rows = 0;
   int64_t source_capacity = 0;
   // The suppressed-id lists steps have asked for (usually one, and one with EOS while a minimum length
@@ -72,6 +75,8 @@ namespace {
 
 // Most sentences end within 32 tokens; longer ones double the capacity (and record their graphs again).
 constexpr int64_t kInitialCacheCapacity = 32;
+// Positions per cache block: vLLM's default; a sentence wastes less than a block per beam.
+constexpr int64_t kBlockPositions = 16;
 
 // Rows of step_inputs: what one host-to-device copy per step carries.
 enum StepInput {
@@ -228,6 +233,8 @@ void EncoderDecoderModel::reserve(DecoderState& base_state, const DecoderReserva
   // The start token takes position 0: an output of n tokens feeds n positions.
   const int64_t capacity = std::min<int64_t>(doubled_to(kInitialCacheCapacity, reservation.target_length, 0), positions);
   grow_decoder_pool(state, std::max(rows, state.rows), std::max(capacity, state.capacity));
+  // Blocks for every slot's first 32 positions; the pool doubles when sentences need more.
+  grow_block_pool(state, rows * ((kInitialCacheCapacity + kBlockPositions - 1) / kBlockPositions));
   grow_memory_pool(state, std::max(reservation.sentences, state.sentence_rows),
                    std::max(std::min(reservation.source_length, positions), state.source_capacity));
 }
@@ -254,15 +261,13 @@ void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std:
   for (size_t i = 0; i < decoder_layers_.size(); ++i)
     decoder_layers_[i].project_memory_into(memory_rows, batch, pool_rows, state.layers[i]);
 
-  // One new slot per sentence, at position 0, continuing nothing; it takes its sentence's first cache row.
+  // One new slot per sentence, at position 0, continuing nothing, in its sentence's first lane.
   for (const int32_t row : rows) {
-    if (state.free_cache_rows.empty()) grow_decoder_pool(state, row_bucket(state.rows + 1), state.capacity);
-    const int32_t cache_row = take_free(state.free_cache_rows);
-    state.sentence_cache_rows[row].assign(1, cache_row);
+    state.sentence_lanes[row].assign(1, {});
     state.positions.push_back(0);
     state.sentences.push_back(row);
     state.reorder.push_back(static_cast<int32_t>(state.reorder.size()));
-    state.cache_rows.push_back(cache_row);
+    state.lanes.push_back(0);
   }
 }
 
@@ -270,17 +275,33 @@ void EncoderDecoderModel::grow_decoder_pool(EncoderDecoderState& state, int64_t 
   if (rows <= state.rows && capacity <= state.capacity) return;
   rows = std::max(rows, state.rows);
   capacity = std::max(capacity, state.capacity);
-  const int64_t d = config_.d_model;
-  for (DecoderLayerCache& cache : state.layers) {
-    cache.self_keys = regrow(cache.self_keys, rows, capacity, {d}, options_.dtype, options_.device);
-    cache.self_values = regrow(cache.self_values, rows, capacity, {d}, options_.dtype, options_.device);
-  }
   state.history = regrow(state.history, rows, capacity, {}, DataType::I32, options_.device);
   if (rows != state.rows) state.step_inputs = Tensor({kStepInputs, rows}, DataType::I32, options_.device);
-  for (int64_t row = state.rows; row < rows; ++row) state.free_cache_rows.push_back(static_cast<int32_t>(row));
   state.rows = rows;
   state.capacity = capacity;
   state.drop_graphs();  // they point at the old buffers
+}
+
+void EncoderDecoderModel::grow_block_pool(EncoderDecoderState& state, int64_t blocks) const {
+  if (blocks <= state.cache_blocks) return;
+  const int64_t d = config_.d_model;
+  for (DecoderLayerCache& cache : state.layers) {
+    cache.self_keys = regrow(cache.self_keys, blocks, kBlockPositions, {d}, options_.dtype, options_.device);
+    cache.self_values = regrow(cache.self_values, blocks, kBlockPositions, {d}, options_.dtype, options_.device);
+  }
+  for (int64_t block = state.cache_blocks; block < blocks; ++block) state.free_blocks.push_back(static_cast<int32_t>(block));
+  state.cache_blocks = blocks;
+  state.drop_graphs();
+}
+
+int32_t EncoderDecoderModel::block_to_write(EncoderDecoderState& state, int64_t slot) const {
+  std::vector<int32_t>& lane = state.sentence_lanes[state.sentences[slot]][state.lanes[slot]];
+  const size_t index = static_cast<size_t>(state.positions[slot] / kBlockPositions);
+  while (lane.size() <= index) {
+    if (state.free_blocks.empty()) grow_block_pool(state, 2 * state.cache_blocks);
+    lane.push_back(take_free(state.free_blocks));
+  }
+  return lane[index];
 }
 
 void EncoderDecoderModel::grow_memory_pool(EncoderDecoderState& state, int64_t sentences, int64_t source_length) const {
@@ -295,7 +316,7 @@ void EncoderDecoderModel::grow_memory_pool(EncoderDecoderState& state, int64_t s
   }
   for (int64_t row = state.sentence_rows; row < sentences; ++row) state.free_sentences.push_back(static_cast<int32_t>(row));
   state.source_lengths.resize(static_cast<size_t>(sentences), 0);
-  state.sentence_cache_rows.resize(static_cast<size_t>(sentences));
+  state.sentence_lanes.resize(static_cast<size_t>(sentences));
   state.sentence_rows = sentences;
   state.source_capacity = capacity;
   state.drop_graphs();
@@ -316,9 +337,11 @@ int64_t EncoderDecoderModel::prepare_step(EncoderDecoderState& state, const std:
   SEQTRANS_CHECK(furthest < config_.max_positions, "output reached the model's {} positions", config_.max_positions);
 
   const int64_t rows = graph ? row_bucket(slots) : slots;
-  // Cache rows are handed out per sentence, so the pool has at least one row per slot already.
   grow_decoder_pool(state, rows, doubled_to(std::max(state.capacity, kInitialCacheCapacity), furthest + 1,
                                             config_.max_positions));
+  if (state.cache_blocks == 0) grow_block_pool(state, row_bucket(slots) * 2);
+  state.blocks.resize(static_cast<size_t>(slots));
+  for (int64_t slot = 0; slot < slots; ++slot) state.blocks[slot] = block_to_write(state, slot);
   upload_step_inputs(state, input_ids);
   return rows;
 }
@@ -338,7 +361,7 @@ void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const s
   std::iota(row(kReorder), row(kReorder) + state.rows, 0);
   std::copy(state.reorder.begin(), state.reorder.end(), row(kReorder));
   std::fill(row(kCacheRows), row(kCacheRows) + state.rows, -1);
-  std::copy(state.cache_rows.begin(), state.cache_rows.end(), row(kCacheRows));
+  std::copy(state.blocks.begin(), state.blocks.end(), row(kCacheRows));
   state.step_inputs.copy_from(Tensor::from_ints(state.step_inputs.shape(), inputs));
 }
 
@@ -464,13 +487,13 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   const int64_t old_slots = state.slots();
-  std::vector<int32_t> positions, sentences, reorder, cache_rows;
+  std::vector<int32_t> positions, sentences, reorder, lanes;
   positions.reserve(sources.size());
   sentences.reserve(sources.size());
   reorder.reserve(sources.size());
-  cache_rows.reserve(sources.size());
-  // The i-th new slot of a sentence writes the sentence's i-th cache row. All its slots sit at one
-  // position p, and nobody has written p in the sentence's rows yet, so any such assignment is safe.
+  lanes.reserve(sources.size());
+  // The k-th new slot of a sentence writes the sentence's lane k. All its slots sit at one position p, and
+  // no lane of the sentence holds p yet, so any such assignment is safe.
   std::vector<int32_t> slots_of_sentence(static_cast<size_t>(state.sentence_rows), 0);
   std::vector<int32_t> first_position(static_cast<size_t>(state.sentence_rows), -1);
   for (int32_t source : sources) {
@@ -480,31 +503,27 @@ void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int
     SEQTRANS_CHECK(first < 0 || first == position, "select: slots of one sentence at positions {} and {}", first,
                    position);
     first = position;
-    const size_t index = static_cast<size_t>(slots_of_sentence[sentence]++);
-    if (index == state.sentence_cache_rows[sentence].size()) {
-      if (state.free_cache_rows.empty()) grow_decoder_pool(state, row_bucket(state.rows + 1), state.capacity);
-      state.sentence_cache_rows[sentence].push_back(take_free(state.free_cache_rows));
-    }
-    const std::vector<int32_t>& owned = state.sentence_cache_rows[sentence];
+    const int32_t lane = slots_of_sentence[sentence]++;
+    if (static_cast<size_t>(lane) == state.sentence_lanes[sentence].size()) state.sentence_lanes[sentence].emplace_back();
     positions.push_back(position);
     sentences.push_back(sentence);
     reorder.push_back(state.reorder[source]);
-    cache_rows.push_back(owned[index]);
+    lanes.push_back(lane);
   }
-  // Sentences left with no slot leave: their memory row and cache rows are free again.
+  // Sentences left with no slot leave: their memory row and cache blocks are free again.
   std::vector<char> had_slot(static_cast<size_t>(state.sentence_rows), 0);
   for (int32_t sentence : state.sentences) had_slot[sentence] = 1;
   for (int32_t sentence = 0; sentence < state.sentence_rows; ++sentence) {
     if (!had_slot[sentence] || slots_of_sentence[sentence] > 0) continue;
-    std::vector<int32_t>& owned = state.sentence_cache_rows[sentence];
-    state.free_cache_rows.insert(state.free_cache_rows.end(), owned.begin(), owned.end());
-    owned.clear();
+    for (const std::vector<int32_t>& lane : state.sentence_lanes[sentence])
+      state.free_blocks.insert(state.free_blocks.end(), lane.begin(), lane.end());
+    state.sentence_lanes[sentence].clear();
     state.free_sentences.push_back(sentence);
   }
   state.positions = std::move(positions);
   state.sentences = std::move(sentences);
   state.reorder = std::move(reorder);
-  state.cache_rows = std::move(cache_rows);
+  state.lanes = std::move(lanes);
 }
 
 }  // namespace seqtrans

@@ -77,9 +77,13 @@ class EncoderDecoderModel : public StepModel {
   // Checks the step's ids, sizes the state's buffers and uploads the step's inputs; returns the rows the
   // step computes: the slots, padded up to a bucket when the step runs as a graph.
   int64_t prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph) const;
-  // Self-attention buffers of at least `rows` cache rows and `capacity` positions, keeping what was
+  // The history table and step inputs for at least `rows` slots and `capacity` positions, keeping what was
   // written; drops the graphs recorded against the old ones when they move.
   void grow_decoder_pool(EncoderDecoderState& state, int64_t rows, int64_t capacity) const;
+  // Self-attention caches of at least `blocks` blocks, likewise.
+  void grow_block_pool(EncoderDecoderState& state, int64_t blocks) const;
+  // The block slot `slot` writes at its position, taken from the free list when its lane needs a new one.
+  int32_t block_to_write(EncoderDecoderState& state, int64_t slot) const;
   // Encoder memory buffers of at least `sentences` rows of `source_length` positions, likewise.
   void grow_memory_pool(EncoderDecoderState& state, int64_t sentences, int64_t source_length) const;
   // The suppressed-id list on the device, copied again only when it changes (it rarely does).

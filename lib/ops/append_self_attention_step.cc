@@ -28,7 +28,8 @@ Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const T
   check_rank(op, "history", history, 2);
   check_dtype(op, "history", history, DataType::I32);
   check_extent(op, "history", history, 0, slots);
-  check_extent(op, "history", history, 1, key_cache.dim(1));
+  // Whole rows: the history spans the cache's positions; blocks (cache_rows): it spans any number of them.
+  if (cache_rows == nullptr) check_extent(op, "history", history, 1, key_cache.dim(1));
   if (cache_rows != nullptr) {
     check_rank(op, "cache_rows", *cache_rows, 1);
     check_dtype(op, "cache_rows", *cache_rows, DataType::I32);

@@ -4,7 +4,7 @@
 namespace seqtrans::ops {
 namespace {
 
-// key_rows: [b] int32 (one batch row of keys per query row) or [b, tk] int32 (one per key, tq = 1).
+// key_rows: [b] int32 (one batch row of keys per query row) or [b, T] int32 (one per key, tq = 1).
 void check_key_rows(const Tensor& key_rows, const Tensor& query, const Tensor& keys) {
   SEQTRANS_CHECK(key_rows.defined(), "attention: key_rows is undefined");
   SEQTRANS_CHECK(key_rows.rank() == 1 || key_rows.rank() == 2,
@@ -13,7 +13,7 @@ void check_key_rows(const Tensor& key_rows, const Tensor& query, const Tensor& k
   check_dtype("attention", "key_rows", key_rows, DataType::I32);
   check_extent("attention", "key_rows", key_rows, 0, query.dim(0));
   if (key_rows.rank() == 2) {
-    check_extent("attention", "key_rows", key_rows, 1, keys.dim(1));
+    SEQTRANS_CHECK(key_rows.dim(1) >= 1, "attention: key_rows [b, T] needs T >= 1");
     SEQTRANS_CHECK(query.dim(1) == 1, "attention: key_rows per key ([b, tk]) needs one query per row, got {}",
                    query.dim(1));
   }

@@ -67,8 +67,9 @@ struct AttentionOptions {
   float scale = 1.0f;
   // Where the keys and values of query row b live when not in batch row b of keys/values (whose batch
   // extent may then differ from the query's). Rank 1, [b] int32: all in batch row key_rows[b]
-  // (cross-attention: the beams of a sentence share its memory). Rank 2, [b, tk] int32: key j in batch
-  // row key_rows[b, j] (the self-attention cache after beam reorders, which move only these indices); tq = 1.
+  // (cross-attention: the beams of a sentence share its memory). Rank 2, [b, T] int32: key j in batch
+  // row key_rows[b, j] at position j % tk (the self-attention cache, in blocks of tk positions: beam
+  // reorders move only these indices; T may exceed tk, and lengths are then bounded by T); tq = 1.
   // Only entries of keys below the length are read (a history table may hold anything past it); one of
   // them outside keys' batch rows is an error (the CUDA backend masks it instead, see cuda_ops.h).
   const Tensor* key_rows = nullptr;
@@ -80,8 +81,9 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
 // bias to qkv [s, 3d] and returns the query [s, d]; writes the key and value rows into key_cache and
 // value_cache [S >= s, capacity, d] at (slot, positions[slot]) and sets history[slot, positions[slot]] = slot
 // (history: [s, capacity] int32, the key_rows of AttentionOptions). positions: [s] int32, each inside the
-// capacity. qkv, bias and the caches share one dtype. With cache_rows ([s] int32), slot s writes cache row
-// cache_rows[s] instead of row s (rows of a pool, handed out per sentence); a negative entry writes nothing
+// capacity. qkv, bias and the caches share one dtype. With cache_rows ([s] int32), the caches are a pool of
+// blocks of `capacity` positions: slot s writes position p = positions[s] in block cache_rows[s] at p %
+// capacity and sets history[s, p] = cache_rows[s] (history [s, T], p < T); a negative entry writes nothing
 // (a graph's padding row).
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
                                   Tensor& value_cache, Tensor& history, const Tensor* cache_rows = nullptr);

@@ -635,15 +635,16 @@ TEST_CASE("cuda graph replays the step append, attention through the history and
   }
 }
 
-TEST_CASE("cuda pool ops match the CPU: append through cache rows, scatter_prefix", "[gpu]") {
+TEST_CASE("cuda pool ops match the CPU: append and attention through blocks, scatter_prefix", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   for (DataType dtype : kFloatTypes) {
     CAPTURE(dtype_name(dtype));
-    const int64_t slots = 9, width = 64, capacity = 17, pool_rows = 24;
+    // Caches of 24 blocks of 4 positions; history rows of 17 positions.
+    const int64_t slots = 9, width = 64, capacity = 17, pool_rows = 24, block = 4;
     const Operand qkv = random_operand({slots, 3 * width}, dtype);
     const Operand bias = random_operand({3 * width}, dtype);
-    const Operand key_cache = random_operand({pool_rows, capacity, width}, dtype);
-    const Operand value_cache = random_operand({pool_rows, capacity, width}, dtype);
+    const Operand key_cache = random_operand({pool_rows, block, width}, dtype);
+    const Operand value_cache = random_operand({pool_rows, block, width}, dtype);
     const Tensor history = random_ints({slots, capacity}, -9, -1);
     const Tensor positions = random_ints({slots}, 0, static_cast<int32_t>(capacity - 1));
     // Distinct pool rows, two padding slots (-1).
@@ -661,6 +662,18 @@ TEST_CASE("cuda pool ops match the CPU: append through cache rows, scatter_prefi
     CHECK(max_relative_error(values_of(keys), expected_keys.to_float_vector()) < tolerance(dtype));
     CHECK(max_relative_error(values_of(values), expected_values.to_float_vector()) < tolerance(dtype));
     CHECK(ints_of(got_history) == expected_history.to_int_vector());
+
+    // Attention through a block table [slots, 17]: random blocks, lengths up to the table's width.
+    const Tensor table = random_ints({slots, capacity}, 0, static_cast<int32_t>(pool_rows - 1));
+    const Tensor lengths = random_ints({slots}, 0, static_cast<int32_t>(capacity));
+    const Operand step_query = random_operand({slots, 1, width}, dtype);
+    ops::AttentionOptions paged = attention_options(width, 4, &table);
+    const Tensor expected_context = ops::attention(step_query.cpu, key_cache.cpu, value_cache.cpu, lengths, paged);
+    const Tensor table_gpu = table.to(Device::CUDA);
+    paged.key_rows = &table_gpu;
+    const Tensor context =
+        ops::attention(step_query.gpu, key_cache.gpu, value_cache.gpu, lengths.to(Device::CUDA), paged);
+    CHECK(max_relative_error(values_of(context), expected_context.to_float_vector()) < tolerance(dtype));
 
     // A wave of 5 sentences of 13 positions into a pool of 16 rows of 32.
     const Operand memory = random_operand({5, 13, width}, dtype);
