@@ -86,7 +86,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   DecoderReservation reservation;
   reservation.sentences = static_cast<int64_t>(options_.batching.max_batch_size);
   reservation.slots = reservation.sentences * options_.search.beam_size;
-  model_->reserve(scheduler_->state(), reservation);
+  model_->reserve(scheduler_->state(), reservation);  // through the scheduler's state
 }
 
 Translator::~Translator() = default;

@@ -46,11 +46,17 @@ struct AttentionArguments {
   int query_len;
   int key_capacity;  // keys per row: keys.dim(1), or the width of a per-key table
   int key_block;     // positions per batch row of keys (keys.dim(1)): per-key key j sits at j % key_block
+  int key_block_mask;  // key_block - 1 when it is a power of two (a mask replaces the division), else -1
   int key_batch;  // batch rows of keys and values (differs from the query's with key_rows)
   int width;
   int head_dim;
   float scale;
 };
+
+// Position of key j in its block.
+__device__ __forceinline__ int block_offset(int j, const AttentionArguments& args) {
+  return args.key_block_mask >= 0 ? (j & args.key_block_mask) : j % args.key_block;
+}
 
 // kPerKey: key_rows is [b, key_capacity] (a block of keys per key); otherwise it is [b] or null (row b).
 template <typename T, int N, bool kPerKey>
@@ -98,7 +104,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
         // One int32 per key: the lanes of a group load the same word (a broadcast).
         const int row = key_rows_of_b[j];
         valid = row >= 0 && row < args.key_batch;
-        const int index = valid ? row * args.key_block + j % args.key_block : -1;  // the host checked it fits
+        const int index = valid ? row * args.key_block + block_offset(j, args) : -1;  // the host checked it fits
         key_offset = head_base + static_cast<int64_t>(index) * args.width;
         if (lane_in_group == 0) key_index[j] = index;
       }
@@ -252,7 +258,7 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
         if constexpr (kPerKey) {
           const int batch_row = next_rows[p];
           valid[p] = valid[p] && batch_row >= 0 && batch_row < args.key_batch;
-          if (valid[p]) index = batch_row * args.key_block + j % args.key_block;  // the host checked it fits
+          if (valid[p]) index = batch_row * args.key_block + block_offset(j, args);  // the host checked it fits
         }
         const int64_t offset = head_base + static_cast<int64_t>(index) * args.width;
 #pragma unroll
@@ -675,6 +681,7 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   const bool per_key = key_rows != nullptr && key_rows->rank() == 2;
   args.key_capacity = static_cast<int>(per_key ? key_rows->dim(1) : keys.dim(1));
   args.key_block = static_cast<int>(keys.dim(1));
+  args.key_block_mask = (args.key_block & (args.key_block - 1)) == 0 ? args.key_block - 1 : -1;
   args.key_batch = static_cast<int>(keys.dim(0));
   args.width = static_cast<int>(width);
   args.head_dim = static_cast<int>(width / options.num_heads);

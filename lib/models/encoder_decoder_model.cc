@@ -233,8 +233,10 @@ void EncoderDecoderModel::reserve(DecoderState& base_state, const DecoderReserva
   // The start token takes position 0: an output of n tokens feeds n positions.
   const int64_t capacity = std::min<int64_t>(doubled_to(kInitialCacheCapacity, reservation.target_length, 0), positions);
   grow_decoder_pool(state, std::max(rows, state.rows), std::max(capacity, state.capacity));
-  // Blocks for every slot's first 32 positions; the pool doubles when sentences need more.
-  grow_block_pool(state, rows * ((kInitialCacheCapacity + kBlockPositions - 1) / kBlockPositions));
+  // Blocks for every slot's whole output when it is known, else for its first 32 positions (the pool
+  // doubles when sentences need more).
+  const int64_t positions_per_slot = reservation.target_length > 0 ? reservation.target_length : kInitialCacheCapacity;
+  grow_block_pool(state, rows * ((positions_per_slot + kBlockPositions - 1) / kBlockPositions));
   grow_memory_pool(state, std::max(reservation.sentences, state.sentence_rows),
                    std::max(std::min(reservation.source_length, positions), state.source_capacity));
 }

@@ -30,13 +30,6 @@ struct StepCounts {
 
 class EncoderDecoderState;
 
-// Bounds of a run, for EncoderDecoderModel::reserve; 0 leaves a bound to grow on demand.
-struct DecoderReservation {
-  int64_t slots = 0;          // hypotheses decoded at once (beam_size per sentence)
-  int64_t sentences = 0;      // sentences in flight
-  int64_t source_length = 0;  // longest source, EOS included
-  int64_t target_length = 0;  // longest output, EOS included
-};
 
 class EncoderDecoderModel : public StepModel {
  public:
@@ -54,9 +47,7 @@ class EncoderDecoderModel : public StepModel {
 
   std::unique_ptr<DecoderState> start() override;
   void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& sources) override;
-  // Sizes the state's pools up front (slots in flight, sentences, longest source, longest output), so that
-  // a run within these bounds never reallocates them and records each step graph once.
-  void reserve(DecoderState& state, const DecoderReservation& reservation) const;
+  void reserve(DecoderState& state, const DecoderReservation& reservation) const override;
   Tensor step(DecoderState& state, const std::vector<int32_t>& input_ids) override;
   void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids, const CandidateRequest& request,
                        StepCandidates& candidates) override;

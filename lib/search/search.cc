@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "search/search_common.h"
 #include "search/search_session.h"
 
 namespace seqtrans {
@@ -57,6 +58,16 @@ std::vector<SearchResult> search_with_streams(StepModel& model, const std::vecto
   SEQTRANS_CHECK(streams.size() == sources.size(), "search: {} streams for {} sources", streams.size(), sources.size());
   if (sources.empty()) return {};
   SearchSession session(model, options);
+  // One batch: its bounds are known, so the pools are sized once.
+  DecoderReservation reservation;
+  reservation.sentences = static_cast<int64_t>(sources.size());
+  reservation.slots = reservation.sentences * options.beam_size;
+  for (const auto& source : sources) {
+    reservation.source_length = std::max<int64_t>(reservation.source_length, static_cast<int64_t>(source.size()));
+    reservation.target_length =
+        std::max<int64_t>(reservation.target_length, max_generated_length(model, options, source.size()));
+  }
+  session.reserve(reservation);
   std::vector<SessionSentence> sentences;
   sentences.reserve(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) sentences.push_back(SessionSentence{i, sources[i], streams[i]});

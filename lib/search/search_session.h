@@ -34,6 +34,8 @@ class SearchSession {
   SearchSession(StepModel& model, const SearchOptions& options);
   ~SearchSession();
 
+  // Sizes the model's pools for a run within these bounds (StepModel::reserve).
+  void reserve(const DecoderReservation& reservation) { model_.reserve(*state_, reservation); }
   // Encodes `sentences` and adds them to the running decode; they take part from the next step on.
   void add(const std::vector<SessionSentence>& sentences);
   // One decoder step over every active sentence; sentences that finish are appended to `finished`.

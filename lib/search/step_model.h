@@ -36,6 +36,14 @@ struct StepCandidates {
   std::vector<int32_t> ids;      // [slots, k]
 };
 
+// Bounds of a run, for StepModel::reserve; 0 leaves a bound to grow on demand.
+struct DecoderReservation {
+  int64_t slots = 0;          // hypotheses decoded at once (beam_size per sentence)
+  int64_t sentences = 0;      // sentences in flight
+  int64_t source_length = 0;  // longest source, EOS included
+  int64_t target_length = 0;  // longest output, EOS included
+};
+
 class StepModel {
  public:
   virtual ~StepModel() = default;
@@ -53,6 +61,9 @@ class StepModel {
   // Encodes `sources` (token ids, EOS included) and appends one slot per source, at position 0, after the
   // state's current slots: old slots keep their numbers, slot slots() + i decodes sources[i].
   virtual void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& sources) = 0;
+  // Sizes the state's pools up front, so that a run within these bounds never moves them (a move costs
+  // the recorded step graphs). Optional: pools also grow on demand.
+  virtual void reserve(DecoderState& /*state*/, const DecoderReservation& /*reservation*/) const {}
   // A new state whose slot i decodes sources[i].
   std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources);
 
