@@ -75,8 +75,8 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->capture_default_str();
   command.add_option("--min-join", translator.min_join,
                      "iteration: waiting sentences join once this many fit (or all that wait), so that each "
-                     "encoder pass takes a group")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+                     "encoder pass takes a group (0 = half of --max-batch-size)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
       ->capture_default_str();
   command.add_option("--read-ahead", translator.batching.read_ahead, "Lines read and sorted by length together")
       ->check(CLI::Range(size_t{1}, size_t{1} << 24))

@@ -78,7 +78,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   scheduling.batching = options_.batching_mode;
   scheduling.max_sentences = options_.batching.max_batch_size;
   scheduling.max_tokens = options_.batching.max_batch_tokens;
-  scheduling.min_join = options_.min_join;
+  scheduling.min_join = options_.min_join > 0 ? options_.min_join : std::max<size_t>(1, scheduling.max_sentences / 2);
   scheduler_ = std::make_unique<DecodingScheduler>(*model_, options_.search, scheduling);
   // The pools' rows are sized for the budget now, so that steps never move them (and graphs are recorded
   // once per bucket). Their positions grow with the longest source and output met: reserving the longest

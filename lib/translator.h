@@ -34,8 +34,9 @@ struct TranslatorOptions {
   BatchingOptions batching;
   // Iteration: sentences join the running decode at any step; Shrinking: batch after batch.
   Batching batching_mode = Batching::Iteration;
-  // Iteration: a wave of joining sentences waits until this many fit (see SchedulerOptions::min_join).
-  size_t min_join = 8;
+  // Iteration: a wave of joining sentences waits until this many fit (see SchedulerOptions::min_join);
+  // 0 = half of batching.max_batch_size.
+  size_t min_join = 0;
   SearchOptions search;
   // Search settings left to the model file: those it records replace the values in `search`.
   OpenSettings open_settings;
