@@ -23,6 +23,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   engine.fused_output = !options.no_fused_topk;
   if (options.no_hierarchical_topk) engine.topk_algorithm = ops::TopkAlgorithm::FullScan;
   engine.cuda_graphs = !options.no_cuda_graphs;
+  engine.packed_encoder = !options.no_packed_encoder;
   return engine;
 }
 
@@ -248,6 +249,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->group(measure_group);
   command->add_flag("--no-cuda-graphs", options.no_cuda_graphs,
                     "Launch every op of a decoder step instead of replaying the step as one CUDA graph")
+      ->group(measure_group);
+  command->add_flag("--no-packed-encoder", options.no_packed_encoder,
+                    "Encode each group of sentences padded to its longest instead of packed without padding")
       ->group(measure_group);
   command->add_option("--peak-tflops", options.peak_tflops,
                       "Peak matrix FLOP rate for the floor (default on a GPU in fp16: 764, measured on an H200)")

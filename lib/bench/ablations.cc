@@ -19,13 +19,14 @@ void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& s
   model.fused_output = settings.fused_output;
   model.topk_algorithm = settings.topk_algorithm;
   model.cuda_graphs = settings.cuda_graphs;
+  model.packed_encoder = settings.packed_encoder;
 }
 
 std::string describe(const EngineSettings& settings) {
   return std::string(settings.batching == Batching::Iteration ? "iteration-level batching, " : "") +
          (settings.shrink_batch ? "shrinking" : "naive") + " batch, " +
          (settings.fused_output ? "fused" : "host") + " top-k (" + topk_name(settings.topk_algorithm) + ")" +
-         (settings.cuda_graphs ? "" : ", no CUDA graphs");
+         (settings.cuda_graphs ? "" : ", no CUDA graphs") + (settings.packed_encoder ? "" : ", padded encoder");
 }
 
 std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload) {
@@ -43,6 +44,11 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   naive.without_idea.shrink_batch = false;
   naive.with_idea.batching = naive.without_idea.batching = Batching::Shrinking;
   list.push_back(naive);
+
+  Ablation packed{"no-packed-encoder", "packed encoder", base, base};
+  packed.with_idea.packed_encoder = true;
+  packed.without_idea.packed_encoder = false;
+  list.push_back(packed);
 
   Ablation fused{"no-fused-topk", "fused top-k", base, base};
   fused.with_idea.fused_output = true;

@@ -19,10 +19,12 @@ struct EngineSettings {
   bool fused_output = true;  // bias + log_softmax + top-k on the device (off: --no-fused-topk)
   ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;  // --no-hierarchical-topk: FullScan
   bool cuda_graphs = true;   // each decoder step replayed as one CUDA graph (off: --no-cuda-graphs)
+  bool packed_encoder = true;  // joining sentences encoded without padding (off: --no-packed-encoder)
 
   bool operator==(const EngineSettings& other) const {
     return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
-           topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs;
+           topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs &&
+           packed_encoder == other.packed_encoder;
   }
 };
 

@@ -12,6 +12,10 @@ Tensor EncoderLayer::forward(const Tensor& x, int64_t batch, const Tensor& lengt
   return ffn_.forward(self_attention_.forward(x, batch, lengths));
 }
 
+Tensor EncoderLayer::forward_packed(const Tensor& x, const Tensor& key_table, const Tensor& key_lengths) const {
+  return ffn_.forward(self_attention_.forward_packed(x, key_table, key_lengths));
+}
+
 DecoderLayer::DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
     : self_attention_(weights, scope + "/self_attention",
                       {config.d_model, config.decoder.num_heads, config.layer_norm_epsilon}),

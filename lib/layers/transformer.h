@@ -13,6 +13,8 @@ class EncoderLayer {
   EncoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config);
   // x: [b*t, d]; lengths: [b] -> [b*t, d].
   Tensor forward(const Tensor& x, int64_t batch, const Tensor& lengths) const;
+  // Packed tokens x [n, d] (SelfAttention::forward_packed) -> [n, d].
+  Tensor forward_packed(const Tensor& x, const Tensor& key_table, const Tensor& key_lengths) const;
 
  private:
   SelfAttention self_attention_;

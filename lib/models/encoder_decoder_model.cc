@@ -215,6 +215,49 @@ Tensor EncoderDecoderModel::encode_tensor(const std::vector<std::vector<int32_t>
   return x.reshape({batch, time, config_.d_model});
 }
 
+Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>>& sources) const {
+  const int64_t batch = static_cast<int64_t>(sources.size());
+  SEQTRANS_CHECK(batch > 0, "encode: empty batch");
+  size_t longest = 0, tokens = 0;
+  for (const auto& source : sources) {
+    SEQTRANS_CHECK(!source.empty(), "encode: every source needs at least one token (its EOS)");
+    longest = std::max(longest, source.size());
+    tokens += source.size();
+  }
+  SEQTRANS_CHECK(static_cast<int64_t>(longest) <= config_.max_positions,
+                 "source of {} tokens exceeds the model's {} positions", longest, config_.max_positions);
+  const int64_t time = static_cast<int64_t>(longest);
+
+  // The tokens one after another ([n]); token q of a sentence starting at `start` attends to the tokens
+  // start .. start + length - 1 (its row of the key table [n, t]); the rest of a row is never read.
+  std::vector<int32_t> ids, positions, key_lengths, key_table, unpack;
+  ids.reserve(tokens);
+  positions.reserve(tokens);
+  key_lengths.reserve(tokens);
+  key_table.reserve(tokens * longest);
+  unpack.reserve(static_cast<size_t>(batch * time));
+  int32_t start = 0;
+  for (const auto& source : sources) {
+    const int32_t length = static_cast<int32_t>(source.size());
+    for (int32_t t = 0; t < length; ++t) {
+      ids.push_back(source[t]);
+      positions.push_back(t);
+      key_lengths.push_back(length);
+      for (int32_t j = 0; j < time; ++j) key_table.push_back(start + std::min(j, length - 1));
+    }
+    // Back to [b, t] for the memory pool: padding positions repeat the last token (never read).
+    for (int32_t j = 0; j < time; ++j) unpack.push_back(start + std::min(j, length - 1));
+    start += length;
+  }
+  const int64_t n = static_cast<int64_t>(tokens);
+  const Tensor table = Tensor::from_ints({n, time}, key_table);
+  const Tensor device_table = options_.device == Device::CPU ? table : table.to(options_.device);
+  const Tensor lengths = ids_tensor(key_lengths, options_.device);
+  Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);  // [n, d]
+  for (const EncoderLayer& layer : encoder_layers_) x = layer.forward_packed(x, device_table, lengths);
+  return ops::gather_rows(x, ids_tensor(unpack, options_.device)).reshape({batch, time, config_.d_model});
+}
+
 std::unique_ptr<DecoderState> EncoderDecoderModel::start() {
   auto state = std::make_unique<EncoderDecoderState>();
   state->layers.resize(decoder_layers_.size());
@@ -246,7 +289,7 @@ void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std:
   if (sources.empty()) return;
   const ProfileScope profile("encoder");
   Tensor lengths;
-  const Tensor memory = encode_tensor(sources, lengths);  // [b, t, d]
+  const Tensor memory = options_.packed_encoder ? encode_packed(sources) : encode_tensor(sources, lengths);  // [b, t, d]
   const int64_t batch = memory.dim(0), time = memory.dim(1);
 
   // Rows of the memory pool, from the free list; the pool grows when it runs out.

@@ -19,6 +19,9 @@ struct ModelOptions {
   // Replay each decoder step as one CUDA graph (CUDA with fused_output only; off while profiling, whose
   // per-stage synchronization a graph cannot hold). false: launch every op (--no-cuda-graphs).
   bool cuda_graphs = true;
+  // Encode joining sentences packed, with no padding tokens: GEMMs over their concatenated tokens,
+  // attention per sentence through a key table. false: padded to the longest (--no-packed-encoder).
+  bool packed_encoder = true;
 };
 
 // How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed.
@@ -58,8 +61,10 @@ class EncoderDecoderModel : public StepModel {
   // Slots the state's decoder pool can hold and graph recordings so far (the benchmark reports them).
   static int64_t pool_rows(const DecoderState& state);
 
-  // Encoder output for a batch, [b, t, d] with t the longest source; exposed for tests.
+  // Encoder output for a batch, [b, t, d] with t the longest source: padded to t (encode_tensor) or packed
+  // without padding and unpacked at the end (encode_packed); positions past a source's length are junk.
   Tensor encode_tensor(const std::vector<std::vector<int32_t>>& sources, Tensor& lengths) const;
+  Tensor encode_packed(const std::vector<std::vector<int32_t>>& sources) const;
 
  private:
   enum class Side { Source, Target };

@@ -62,7 +62,7 @@ TEST_CASE("bench synthetic: a tiny CPU grid gives every point with positive numb
     CHECK(staged > 0);
     CHECK(staged <= result.profile->search_seconds);
 
-    REQUIRE(result.ablations.size() == 3);
+    REQUIRE(result.ablations.size() == 4);
     std::set<std::string> names;
     for (const AblationResult& ablation : result.ablations) {
       names.insert(ablation.name);
@@ -70,7 +70,8 @@ TEST_CASE("bench synthetic: a tiny CPU grid gives every point with positive numb
       CHECK(ablation.without_idea.median > 0);
       CHECK(ablation.speedup() > 0);
     }
-    CHECK(names == std::set<std::string>{"naive-batching", "no-fused-topk", "no-hierarchical-topk"});
+    CHECK(names ==
+          std::set<std::string>{"naive-batching", "no-packed-encoder", "no-fused-topk", "no-hierarchical-topk"});
   }
 }
 

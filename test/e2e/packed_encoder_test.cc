@@ -1,0 +1,81 @@
+// The packed encoder (joining sentences concatenated, no padding tokens, attention per sentence through a
+// key table) computes what the padded encoder computes at every real position, on the CPU and the GPU.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "catch.h"
+#include "models/encoder_decoder_model.h"
+#include "models/tensor_specs.h"
+#include "support/gpu.h"
+
+using namespace seqtrans;
+
+namespace {
+
+ModelFile random_model() {
+  ModelConfig config = transformer_base_config();
+  config.d_model = 32;
+  config.encoder = {3, 4, 64, false, false, false};
+  config.decoder = {1, 4, 64, false, false, false};
+  config.source_vocab_size = config.target_vocab_size = 40;
+  config.pad_id = config.decoder_start_id = 39;
+  config.suppressed_ids = {39};
+  config.max_positions = 64;
+  return make_random_model(config, {5, 0.4f});
+}
+
+// Sources of 1 to 23 ids, EOS (0) last, in an order that is not sorted by length.
+std::vector<std::vector<int32_t>> sources() {
+  std::vector<std::vector<int32_t>> all;
+  for (const int length : {7, 1, 23, 4, 12, 2, 9}) {
+    std::vector<int32_t> source;
+    for (int t = 0; t + 1 < length; ++t) source.push_back(1 + (length * 5 + t * 3) % 37);
+    source.push_back(0);
+    all.push_back(source);
+  }
+  return all;
+}
+
+// Largest |packed - padded| over the real positions of [b, t, d] outputs.
+double worst_difference(const Tensor& packed, const Tensor& padded, const std::vector<std::vector<int32_t>>& all) {
+  REQUIRE(packed.shape() == padded.shape());
+  const std::vector<float> a = packed.to(Device::CPU).to(DataType::F32).to_float_vector();
+  const std::vector<float> b = padded.to(Device::CPU).to(DataType::F32).to_float_vector();
+  const int64_t time = packed.dim(1), width = packed.dim(2);
+  double worst = 0.0;
+  for (size_t s = 0; s < all.size(); ++s)
+    for (size_t t = 0; t < all[s].size(); ++t)
+      for (int64_t c = 0; c < width; ++c) {
+        const size_t at = (s * static_cast<size_t>(time) + t) * static_cast<size_t>(width) + static_cast<size_t>(c);
+        worst = std::max(worst, std::abs(static_cast<double>(a[at]) - b[at]));
+      }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("packed encoder equals the padded encoder at every real position (CPU)", "[e2e][encoder]") {
+  const ModelFile file = random_model();
+  const EncoderDecoderModel model(file, ModelOptions{});
+  const auto all = sources();
+  Tensor lengths;
+  const Tensor padded = model.encode_tensor(all, lengths);
+  const Tensor packed = model.encode_packed(all);
+  CHECK(padded.dim(1) == 23);
+  CHECK(worst_difference(packed, padded, all) < 1e-5);
+}
+
+TEST_CASE("packed encoder on the GPU equals the padded encoder on the CPU", "[gpu][e2e][encoder]") {
+  REQUIRE_GPU_OR_SKIP();
+  const ModelFile file = random_model();
+  const EncoderDecoderModel cpu(file, ModelOptions{});
+  const auto all = sources();
+  Tensor lengths;
+  const Tensor expected = cpu.encode_tensor(all, lengths);
+  for (const DataType dtype : {DataType::F32, DataType::F16}) {
+    CAPTURE(dtype_name(dtype));
+    const EncoderDecoderModel gpu(file, ModelOptions{Device::CUDA, dtype});
+    CHECK(worst_difference(gpu.encode_packed(all), expected, all) < (dtype == DataType::F16 ? 5e-2 : 1e-4));
+  }
+}
