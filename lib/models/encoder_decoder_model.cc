@@ -264,10 +264,6 @@ std::unique_ptr<DecoderState> EncoderDecoderModel::start() {
   return state;
 }
 
-int64_t EncoderDecoderModel::pool_rows(const DecoderState& state) {
-  return static_cast<const EncoderDecoderState&>(state).rows;
-}
-
 void EncoderDecoderModel::reserve(DecoderState& base_state, const DecoderReservation& reservation) const {
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   const int64_t positions = config_.max_positions;

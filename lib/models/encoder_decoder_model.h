@@ -58,9 +58,6 @@ class EncoderDecoderModel : public StepModel {
 
   const StepCounts& step_counts() const { return step_counts_; }
 
-  // Slots the state's decoder pool can hold and graph recordings so far (the benchmark reports them).
-  static int64_t pool_rows(const DecoderState& state);
-
   // Encoder output for a batch, [b, t, d] with t the longest source: padded to t (encode_tensor) or packed
   // without padding and unpacked at the end (encode_packed); positions past a source's length are junk.
   Tensor encode_tensor(const std::vector<std::vector<int32_t>>& sources, Tensor& lengths) const;
