@@ -58,13 +58,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "Source tokens per line; longer lines are truncated with a warning")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
-  const std::map<std::string, Batching> batching_modes = {{"iteration", Batching::Iteration},
-                                                          {"shrinking", Batching::Shrinking}};
-  command.add_option("--batching", translator.batching_mode,
+  command.add_option("--batching", options.batching,
                      "iteration: sentences join the running decode at any step, as others finish; shrinking: "
                      "batch after batch, each shrinking as its sentences finish")
-      ->transform(CLI::CheckedTransformer(batching_modes, CLI::ignore_case))
-      ->default_str("iteration");
+      ->check(CLI::IsMember({"iteration", "shrinking"}))
+      ->capture_default_str();
   command.add_option("--max-batch-tokens", translator.batching.max_batch_tokens,
                      "Source tokens in flight: their sum (iteration) or sentences x longest (shrinking)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 30))
@@ -139,6 +137,8 @@ void resolve_common_options(CommonOptions& options) {
     translator.dtype = options.precision == "fp16" ? DataType::F16 : DataType::F32;
   SEQTRANS_CHECK(translator.device == Device::CUDA || translator.dtype == DataType::F32,
                  "--precision fp16 needs a GPU; the CPU backend computes in fp32");
+
+  translator.batching_mode = options.batching == "shrinking" ? Batching::Shrinking : Batching::Iteration;
 
   SEQTRANS_CHECK(options.max_length[0] >= 1 && options.max_length[0] == std::floor(options.max_length[0]),
                  "--max-length: A must be a whole number >= 1, got {}", options.max_length[0]);

@@ -17,6 +17,7 @@ struct CommonOptions {
   TranslatorOptions translator;
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision = "auto";  // auto | fp32 | fp16
+  std::string batching = "iteration";  // iteration | shrinking
   std::vector<float> max_length = {256.0f, 0.0f};
   std::string force_eos = "auto";  // auto (as the model file says) | on | off
   // Options whose default may come from the model file: set when the user gave them.

@@ -51,7 +51,7 @@ Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& values)
   SEQTRANS_CHECK(static_cast<int64_t>(values.size()) == shape_elements(shape),
                  "{} values do not fill shape {}", values.size(), shape_string(shape));
   Tensor tensor(shape, DataType::F32);
-  std::memcpy(tensor.raw(), values.data(), tensor.bytes());
+  if (tensor.bytes() > 0) std::memcpy(tensor.raw(), values.data(), tensor.bytes());
   return tensor;
 }
 
@@ -59,7 +59,8 @@ Tensor Tensor::from_ints(const Shape& shape, const std::vector<int32_t>& values)
   SEQTRANS_CHECK(static_cast<int64_t>(values.size()) == shape_elements(shape),
                  "{} values do not fill shape {}", values.size(), shape_string(shape));
   Tensor tensor(shape, DataType::I32);
-  std::memcpy(tensor.raw(), values.data(), tensor.bytes());
+  // memcpy wants valid pointers even for no bytes, and an empty vector's data() may be null.
+  if (tensor.bytes() > 0) std::memcpy(tensor.raw(), values.data(), tensor.bytes());
   return tensor;
 }
 

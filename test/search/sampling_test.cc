@@ -144,12 +144,20 @@ TEST_CASE("sampling: scores are log-probs under the unmodified log_softmax", "[s
 }
 
 TEST_CASE("sampling: a sentence's draws do not depend on the rest of the batch", "[search][sampling]") {
+  // Each sentence's stream is keyed by its line (here 20 + i), not by its place in the batch: the last
+  // sentence sampled alone, at place 0, draws what it drew at the end of the batch.
+  const std::vector<uint64_t> lines = {20, 21, 22, 23};
+  REQUIRE(kSources.size() >= lines.size());
+  const std::vector<std::vector<int32_t>> sources(kSources.begin(), kSources.begin() + 4);
   FakeStepModel batch_model = hash_model();
-  const auto batch = search(batch_model, kSources, sampling_options(0, 1.0f, 1.0f, 11));
-  // Sentence 0 sampled alone uses the same stream (seed, sentence 0).
+  const auto batch = search_with_streams(batch_model, sources, sampling_options(0, 1.0f, 1.0f, 11), lines);
   FakeStepModel single_model = hash_model();
-  const auto single = search(single_model, {kSources[0]}, sampling_options(0, 1.0f, 1.0f, 11));
-  CHECK(single[0].hypotheses[0].tokens == batch[0].hypotheses[0].tokens);
+  const auto single = search_with_streams(single_model, {sources[3]}, sampling_options(0, 1.0f, 1.0f, 11), {23});
+  CHECK(single[0].hypotheses[0].tokens == batch[3].hypotheses[0].tokens);
+  // Keyed by place instead, it would draw differently: the stream matters.
+  FakeStepModel other_model = hash_model();
+  const auto other = search_with_streams(other_model, {sources[3]}, sampling_options(0, 1.0f, 1.0f, 11), {0});
+  CHECK(other[0].hypotheses[0].tokens != batch[3].hypotheses[0].tokens);
 }
 
 TEST_CASE("sampling: the uniform draw and the id draw are fixed by our code", "[search][sampling]") {
