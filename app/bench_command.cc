@@ -10,7 +10,7 @@
 namespace seqtrans::app {
 namespace {
 
-// Hardware ceilings measured on an H200 (PEERS.md): cuBLAS fp16 GEMM and a device-to-device copy.
+// Hardware ceilings measured on an H200 (docs/BENCHMARKS.md): cuBLAS fp16 GEMM and a device-to-device copy.
 constexpr double kH200Fp16Tflops = 764;
 constexpr double kH200BandwidthGbs = 4270;
 
@@ -38,7 +38,7 @@ bench::Hardware resolve_hardware(const BenchOptions& options, std::string& sourc
     source = "--peak-tflops, --peak-bandwidth-gbs";
   } else if (translator.device == Device::CUDA && translator.dtype == DataType::F16) {
     hardware = {kH200Fp16Tflops * 1e12, kH200BandwidthGbs * 1e9};
-    source = "measured on an H200, PEERS.md; pass --peak-tflops and --peak-bandwidth-gbs for another GPU";
+    source = "measured on an H200, docs/BENCHMARKS.md; pass --peak-tflops and --peak-bandwidth-gbs for another GPU";
   } else {
     source = translator.device == Device::CPU ? "no peak rates for the CPU: pass --peak-tflops and --peak-bandwidth-gbs"
                                               : "no peak rates for fp32: pass --peak-tflops and --peak-bandwidth-gbs";

@@ -18,7 +18,7 @@ struct RunDescription {
   std::string device;  // "cpu", "cuda:0"
   DataType dtype = DataType::F32;
   Hardware hardware;
-  std::string hardware_source;  // where the peak rates came from, e.g. "PEERS.md (H200)"
+  std::string hardware_source;  // where the peak rates came from, e.g. "measured on an H200"
   EngineSettings engine;
   Repetitions repetitions;
   std::string input;  // real mode: the file

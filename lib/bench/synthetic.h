@@ -1,6 +1,6 @@
 // The synthetic benchmark: a random-weight Transformer of a given shape (no model file), random source
 // ids, and exactly target_length generated tokens (EOS suppressed until then), over a grid of batch x
-// beam x source length x target length; the protocol the peers in PEERS.md were measured with.
+// beam x source length x target length; the protocol the peers in docs/BENCHMARKS.md were measured with.
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,11 @@
 #include <cstring>
 #include <set>
 
+#if __has_include(<google/protobuf/stubs/logging.h>)
+#include <google/protobuf/stubs/logging.h>
+#define SEQTRANS_PROTOBUF_LOG_HANDLER 1
+#endif
+
 #include "model.pb.h"
 
 namespace seqtrans {
@@ -210,6 +215,11 @@ ModelFile ModelFile::open(const std::string& path) {
   check.require(header_size < (uint64_t{1} << 31), "header size {} is beyond protobuf's limit", header_size);
 
   proto::ModelHeader header;
+  // libprotobuf logs its own line (e.g. invalid UTF-8 in a string field) before failing; our one-line
+  // error says what is wrong, so its log is silenced.
+#ifdef SEQTRANS_PROTOBUF_LOG_HANDLER
+  google::protobuf::SetLogHandler(nullptr);
+#endif
   check.require(header.ParseFromArray(bytes + 16, static_cast<int>(header_size)), "header is corrupt (protobuf parse failed)");
   check.require(header.format_version() == kModelFormatVersion, "format_version {} is not supported (this build reads {})",
                 header.format_version(), kModelFormatVersion);
