@@ -232,14 +232,23 @@ TEST_CASE("an interrupted run leaves no file under the final name", "[e2e][cli]"
             input.c_str(), "-o", output.c_str(), "--beam-size", "4", static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  ::kill(pid, SIGINT);
+  // Interrupt once the run has opened its temporary output (so the test cannot pass by interrupting a
+  // process that had not started writing), or give up after 30 s.
+  const std::string partial = output.substr(0, output.rfind('/') + 1) + "." + output.substr(output.rfind('/') + 1) +
+                              ".partial-" + std::to_string(pid);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int status = 0;
+  bool exited = false;
+  while (!exists(partial) && !exited && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    exited = ::waitpid(pid, &status, WNOHANG) == pid;
+  }
+  REQUIRE(!exited);
+  REQUIRE(exists(partial));
+  ::kill(pid, SIGINT);
   ::waitpid(pid, &status, 0);
   CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
   CHECK(!exists(output));
-  const std::string partial = output.substr(0, output.rfind('/') + 1) + "." + output.substr(output.rfind('/') + 1) +
-                              ".partial-" + std::to_string(pid);
   CHECK(!exists(partial));
 }
 
