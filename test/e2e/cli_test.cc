@@ -234,15 +234,9 @@ TEST_CASE("an interrupted run leaves no file under the final name", "[e2e][cli]"
   }
   // Interrupt once the run has opened its temporary output (so the test cannot pass by interrupting a
   // process that had not started writing), or give up after 30 s.
-  const std::string partial = output.substr(0, output.rfind('/') + 1) + "." + output.substr(output.rfind('/') + 1) +
-                              ".partial-" + std::to_string(pid);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const std::string partial = partial_output_path(output, pid);
   int status = 0;
-  bool exited = false;
-  while (!exists(partial) && !exited && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    exited = ::waitpid(pid, &status, WNOHANG) == pid;
-  }
+  const bool exited = wait_for_path_or_exit(partial, pid, 30, status);
   REQUIRE(!exited);
   REQUIRE(exists(partial));
   ::kill(pid, SIGINT);

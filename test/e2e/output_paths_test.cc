@@ -162,15 +162,9 @@ TEST_CASE("SIGINT during a run leaves the previous contents of a regular target 
     ::_exit(127);
   }
   // The temporary file appears when the model has loaded and translation begins: interrupt then.
-  const std::string partial = output.substr(0, output.rfind('/') + 1) + "." + output.substr(output.rfind('/') + 1) +
-                              ".partial-" + std::to_string(pid);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const std::string partial = partial_output_path(output, pid);
   int status = 0;
-  bool exited = false;
-  while (kind_of(partial) == 0 && !exited && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    exited = ::waitpid(pid, &status, WNOHANG) == pid;
-  }
+  const bool exited = wait_for_path_or_exit(partial, pid, 30, status);
   const bool started = kind_of(partial) == S_IFREG;
   if (!exited) {
     ::kill(pid, SIGINT);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,23 @@
 #include "core/error.h"
 
 namespace seqtrans::testing {
+
+std::string partial_output_path(const std::string& output, int pid) {
+  const size_t slash = output.rfind('/');
+  const std::string directory = slash == std::string::npos ? "" : output.substr(0, slash + 1);
+  return directory + "." + output.substr(slash == std::string::npos ? 0 : slash + 1) + ".partial-" +
+         std::to_string(pid);
+}
+
+bool wait_for_path_or_exit(const std::string& path, int pid, double timeout_seconds, int& status) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  struct stat info {};
+  while (::lstat(path.c_str(), &info) != 0 && std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return true;
+    ::usleep(5000);
+  }
+  return false;
+}
 
 ProcessResult run_process(const std::vector<std::string>& arguments, const std::string& input,
                           double timeout_seconds) {

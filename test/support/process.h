@@ -17,6 +17,13 @@ struct ProcessResult {
 ProcessResult run_process(const std::vector<std::string>& arguments, const std::string& input = "",
                           double timeout_seconds = 120);
 
+// The hidden temporary file that `seqtrans translate -o output`, run as process `pid`, writes until done.
+std::string partial_output_path(const std::string& output, int pid);
+
+// Waits until `path` exists or process `pid` exits, for at most `timeout_seconds`. Returns whether the
+// process exited (its wait status then in `status`), so a caller knows whether there is a process to signal.
+bool wait_for_path_or_exit(const std::string& path, int pid, double timeout_seconds, int& status);
+
 // Path of the seqtrans binary under test.
 std::string seqtrans_binary();
 
