@@ -159,6 +159,12 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
   line("time split", fmt::format("tokenize {:.3f} s, search {:.3f} s, detokenize {:.3f} s, other host {:.3f} s",
                                  stats.tokenize_seconds, stats.search_seconds, stats.detokenize_seconds,
                                  result.other_host_seconds));
+  const SessionTimes& split = stats.search_split;
+  line("search split", fmt::format("encoder {:.3f} s, decoder steps {:.3f} s ({:.1f} us each, GPU wait and copies "
+                                   "included), host bookkeeping {:.3f} s",
+                                   split.encode, split.model_step,
+                                   stats.decoder_steps ? 1e6 * split.model_step / stats.decoder_steps : 0.0,
+                                   split.search));
   line("peak memory", fmt::format("{} MiB ({})", mebibytes(result.memory.peak_bytes), result.memory.what));
   if (run.hardware.known()) {
     const bench::Floor& floor = result.floor;

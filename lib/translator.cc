@@ -169,6 +169,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
       stats_.batches += scheduler_->stats().waves - before.waves;
       stats_.decoder_steps += scheduler_->stats().steps - before.steps;
       stats_.graph_recordings = static_cast<size_t>(model_->step_counts().captured);
+      stats_.search_split = scheduler_->times();
       start = Clock::now();
       for (FinishedSentence& sentence : finished) {
         Pending& line = pending[static_cast<size_t>(sentence.id - first_id)];

@@ -63,6 +63,7 @@ struct TranslationStats {
   size_t graph_recordings = 0;  // decoder steps recorded as CUDA graphs (each row bucket once, ideally)
   double tokenize_seconds = 0;
   double search_seconds = 0;
+  SessionTimes search_split;  // search_seconds by part: encoder, decoder steps, host bookkeeping
   double detokenize_seconds = 0;
   std::vector<double> sentence_seconds;  // per translated line: from being read to being translated
 };

@@ -116,6 +116,9 @@ Row real_row(const RealReport& report) {
   row.push_back({"latency_p99_ms", 1e3 * result.latency_p99});
   row.push_back({"tokenize_s", stats.tokenize_seconds});
   row.push_back({"search_s", stats.search_seconds});
+  row.push_back({"search_encode_s", stats.search_split.encode});
+  row.push_back({"search_model_step_s", stats.search_split.model_step});
+  row.push_back({"search_host_s", stats.search_split.search});
   row.push_back({"detokenize_s", stats.detokenize_seconds});
   row.push_back({"other_host_s", result.other_host_seconds});
   add_memory(row, result.memory);

@@ -60,6 +60,7 @@ class DecodingScheduler {
   size_t waiting() const { return waiting_.size(); }
   size_t in_flight() const { return session_.active_sentences(); }
   const SchedulerStats& stats() const { return stats_; }
+  const SessionTimes& times() const { return session_.times(); }
   DecoderState& state() { return session_.state(); }
 
  private:

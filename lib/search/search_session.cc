@@ -1,9 +1,20 @@
 #include "search/search_session.h"
 
+#include <chrono>
+
 #include "core/error.h"
 #include "search/search_common.h"
 
 namespace seqtrans {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
+}  // namespace
 
 SearchSession::SearchSession(StepModel& model, const SearchOptions& options)
     : model_(model), options_(options), plan_(step_plan(model, options)), state_(model.start()) {
@@ -16,6 +27,7 @@ int64_t SearchSession::active_slots() const { return state_->slots(); }
 
 void SearchSession::add(const std::vector<SessionSentence>& sentences) {
   if (sentences.empty()) return;
+  const Clock::time_point start = Clock::now();
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(sentences.size());
   for (const SessionSentence& sentence : sentences) sources.push_back(sentence.source);
@@ -29,6 +41,7 @@ void SearchSession::add(const std::vector<SessionSentence>& sentences) {
     active_.push_back(std::move(active));
     ++running_;
   }
+  times_.encode += seconds_between(start, Clock::now());
 }
 
 SlotOutputs SearchSession::run_step(StepCandidates& candidates, Tensor& logits) {
@@ -55,7 +68,10 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
   SEQTRANS_CHECK(running_ > 0, "search session: no sentence to step");
   StepCandidates candidates;
   Tensor logits;
+  const Clock::time_point start = Clock::now();
   SlotOutputs outputs = run_step(candidates, logits);
+  const Clock::time_point stepped = Clock::now();
+  times_.model_step += seconds_between(start, stepped);
 
   std::vector<int32_t> sources;  // [next slots] the slot each continues
   std::vector<Active> kept;
@@ -93,6 +109,7 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
   }
   active_ = std::move(kept);
   if (!is_identity_selection(sources, state_->slots())) model_.select(*state_, sources);
+  times_.search += seconds_between(stepped, Clock::now());
 }
 
 }  // namespace seqtrans

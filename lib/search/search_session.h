@@ -23,6 +23,13 @@ struct SessionSentence {
   uint64_t stream = 0;
 };
 
+// Where a session's time goes, in seconds of wall time (accumulated over its life).
+struct SessionTimes {
+  double encode = 0;       // admitting sentences: the encoder and the pools' bookkeeping
+  double model_step = 0;   // decoder steps: inputs uploaded, the step run (or replayed), candidates copied back
+  double search = 0;       // the searches reading the candidates, and the state's reorder (host bookkeeping)
+};
+
 struct FinishedSentence {
   uint64_t id = 0;
   SearchResult result;
@@ -45,6 +52,7 @@ class SearchSession {
   // Decoder rows the next step computes.
   int64_t active_slots() const;
   DecoderState& state() { return *state_; }
+  const SessionTimes& times() const { return times_; }
 
  private:
   struct Active {
@@ -62,6 +70,7 @@ class SearchSession {
   std::unique_ptr<DecoderState> state_;
   std::vector<Active> active_;  // in slot order
   size_t running_ = 0;          // active sentences whose search is not done
+  SessionTimes times_;
 };
 
 }  // namespace seqtrans
