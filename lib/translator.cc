@@ -4,6 +4,7 @@
 #include <chrono>
 #include <deque>
 
+#include "memory_budget.h"
 #include "models/encoder_decoder_model.h"
 #include "ops/runtime.h"
 #include "models/model_file.h"
@@ -21,28 +22,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-// Device memory taken at start: the weights plus the largest batch's working set (decoder caches for
-// every beam up to the model's positions, encoder activations of a full token budget), with headroom.
-// The arena still grows if a batch needs more, but a well-sized reservation makes that rare.
-size_t device_reservation(const ModelFile& file, const TranslatorOptions& options) {
-  const ModelConfig& config = file.config();
-  const size_t element = options.dtype == DataType::F16 ? 2 : 4;
-  size_t weights = 0;
-  for (const auto& [name, tensor] : file.tensors()) weights += static_cast<size_t>(tensor.elements()) * element;
-  const size_t slots = options.batching.max_batch_size * static_cast<size_t>(options.search.beam_size);
-  const size_t steps = std::min<size_t>(config.max_positions, 256);
-  const size_t caches = 2 * slots * steps * config.d_model * element * config.decoder.num_layers;
-  // A batch never holds more tokens than its sentence cap times the longest allowed source.
-  const size_t batch_tokens = std::min(options.batching.max_batch_tokens,
-                                       options.batching.max_batch_size * options.max_input_length);
-  const size_t encoder =
-      batch_tokens * (4 * config.d_model + std::max(config.encoder.ffn_dim, config.decoder.ffn_dim)) * element * 4;
-  // Logits are fp32; each recorded decoder step (CUDA graph) keeps its own, and at most two live at once.
-  const size_t logits = slots * static_cast<size_t>(config.target_vocab_size) * sizeof(float);
-  return weights + caches + encoder + 3 * logits + (64u << 20);
-}
-
 
 }  // namespace
 
@@ -68,7 +47,16 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   validate_options(options_.search);
   options_.max_input_length =
       std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
-  ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, options_));
+  ReservationInputs reservation_inputs{options_.dtype, options_.batching, options_.search.beam_size,
+                                       options_.max_input_length};
+  if (options_.device != Device::CPU) {
+    // A budget the device cannot hold is lowered to what fits, not refused.
+    FittedBudget fitted = fit_budget_to_memory(
+        *file_, reservation_inputs, ops::available_device_memory(options_.device, options_.device_index));
+    options_.batching = reservation_inputs.batching = fitted.batching;
+    if (!fitted.note.empty()) notes_.push_back(std::move(fitted.note));
+  }
+  ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, reservation_inputs));
   tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
@@ -170,6 +158,9 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
       stats_.decoder_steps += scheduler_->stats().steps - before.steps;
       stats_.graph_recordings = static_cast<size_t>(model_->step_counts().captured);
       stats_.search_split = scheduler_->times();
+      if (scheduler_->stats().memory_retries > before.memory_retries && warn)
+        warn(fmt::format("out of device memory: continuing with at most {} sentences in flight",
+                         scheduler_->max_sentences()));
       start = Clock::now();
       for (FinishedSentence& sentence : finished) {
         Pending& line = pending[static_cast<size_t>(sentence.id - first_id)];

@@ -92,6 +92,8 @@ class Translator {
   // Beam size, length limit and forced EOS, each with where it came from (caller, model file, built-in).
   std::string search_settings_summary() const;
   const ModelFile& model_file() const { return *file_; }
+  // Notes from start-up for the user (e.g. a batch budget lowered to fit the device's memory).
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   // Source ids of a line (empty for a blank line), cut to --max-input-length with a warning.
@@ -108,6 +110,7 @@ class Translator {
   // call.
   std::unique_ptr<DecodingScheduler> scheduler_;
   TranslationStats stats_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace seqtrans

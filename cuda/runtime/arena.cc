@@ -54,7 +54,7 @@ CachingArena::Chunk& CachingArena::reserve(size_t block_bytes, size_t requested_
     size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
     cudaGetLastError();
-    throw Error(fmt::format(
+    throw OutOfMemoryError(fmt::format(
         "out of GPU memory on device {}: cannot reserve {:.1f} MiB for a tensor of {:.1f} MiB ({}; seqtrans "
         "holds {:.1f} MiB, {:.1f} MiB in use; the device has {:.1f} MiB free of {:.1f} MiB); lower "
         "--max-batch-tokens",

@@ -93,6 +93,13 @@ cudaStream_t current_stream() { return runtime().context().stream; }
 
 void synchronize() { CUDA_CHECK(cudaStreamSynchronize(current_stream())); }
 
+size_t free_device_memory(int device_index) {
+  CUDA_CHECK(cudaSetDevice(device_index));
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
+}
+
 MemoryStats memory_stats() { return runtime().arena().stats(); }
 
 CachingArena& arena() { return runtime().arena(); }

@@ -41,6 +41,8 @@ cudaStream_t current_stream();
 void synchronize();
 
 // Counters of the caching allocator (cudaMalloc calls, bytes in use, peak).
+// Bytes the device has free now (cudaMemGetInfo), asked before or after initialization.
+size_t free_device_memory(int device_index);
 MemoryStats memory_stats();
 
 // The caching allocator itself (private pools for CUDA graphs).

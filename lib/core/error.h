@@ -14,6 +14,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A device allocation failed. The scheduler catches it and retries with fewer sentences in flight; anywhere
+// else it is an Error like any other.
+class OutOfMemoryError : public Error {
+ public:
+  explicit OutOfMemoryError(const std::string& message) : Error(message) {}
+};
+
 }  // namespace seqtrans
 
 // Throws seqtrans::Error with a formatted message when the condition does not hold.

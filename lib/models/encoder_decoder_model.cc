@@ -296,10 +296,16 @@ void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std:
     state.source_lengths[row] = static_cast<int32_t>(source.size());
     rows.push_back(row);
   }
-  const Tensor pool_rows = ids_tensor(rows, options_.device);
-  const Tensor memory_rows = memory.reshape({batch * time, config_.d_model});
-  for (size_t i = 0; i < decoder_layers_.size(); ++i)
-    decoder_layers_[i].project_memory_into(memory_rows, batch, pool_rows, state.layers[i]);
+  try {
+    const Tensor pool_rows = ids_tensor(rows, options_.device);
+    const Tensor memory_rows = memory.reshape({batch * time, config_.d_model});
+    for (size_t i = 0; i < decoder_layers_.size(); ++i)
+      decoder_layers_[i].project_memory_into(memory_rows, batch, pool_rows, state.layers[i]);
+  } catch (const OutOfMemoryError&) {
+    // The scheduler retries with fewer sentences: the rows go back, and nothing else has changed.
+    state.free_sentences.insert(state.free_sentences.end(), rows.rbegin(), rows.rend());
+    throw;
+  }
 
   // One new slot per sentence, at position 0, continuing nothing, in its sentence's first lane.
   for (const int32_t row : rows) {

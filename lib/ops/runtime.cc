@@ -1,5 +1,7 @@
 #include "ops/runtime.h"
 
+#include <limits>
+
 #ifdef SEQTRANS_WITH_CUDA
 #include "cuda/runtime/context.h"
 #endif
@@ -18,6 +20,21 @@ void initialize_device(Device device, int device_index, size_t reserve_bytes) {
 #else
   (void)device_index;
   (void)reserve_bytes;
+  throw Error("this build of seqtrans has no CUDA support");
+#endif
+}
+
+size_t available_device_memory(Device device, int device_index) {
+  if (device == Device::CPU) return std::numeric_limits<size_t>::max();
+#ifdef SEQTRANS_WITH_CUDA
+  size_t available = cuda::free_device_memory(device_index);
+  if (cuda::initialized()) {
+    const cuda::MemoryStats stats = cuda::memory_stats();
+    available += stats.bytes_reserved - stats.bytes_in_use;
+  }
+  return available;
+#else
+  (void)device_index;
   throw Error("this build of seqtrans has no CUDA support");
 #endif
 }

@@ -13,6 +13,10 @@ namespace seqtrans::ops {
 // front so that translation itself allocates nothing). A no-op for the CPU.
 void initialize_device(Device device, int device_index, size_t reserve_bytes);
 
+// Bytes a new working set could take on the device: what it has free plus what the arena holds unused.
+// SIZE_MAX for the CPU (host memory is not budgeted).
+size_t available_device_memory(Device device, int device_index);
+
 struct DeviceMemory {
   int64_t reservations = 0;   // device allocations made (cudaMalloc calls)
   size_t bytes_reserved = 0;

@@ -59,25 +59,52 @@ std::vector<SessionSentence> DecodingScheduler::next_wave() {
   return wave;
 }
 
+void DecodingScheduler::lower_budget(size_t load, const OutOfMemoryError& error) {
+  if (load <= 1) throw error;
+  options_.max_sentences = std::max<size_t>(1, std::min(options_.max_sentences, load) / 2);
+  ++stats_.memory_retries;
+}
+
+void DecodingScheduler::forget_in_flight(uint64_t id) {
+  const auto entry = std::find_if(in_flight_tokens_.begin(), in_flight_tokens_.end(),
+                                  [id](const auto& candidate) { return candidate.first == id; });
+  if (entry != in_flight_tokens_.end()) in_flight_tokens_.erase(entry);
+}
+
 void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
   std::vector<SessionSentence> wave = next_wave();
   if (!wave.empty()) {
+    const size_t in_flight = session_.active_sentences();
+    try {
+      session_.add(wave);
+    } catch (const OutOfMemoryError& error) {
+      lower_budget(in_flight + wave.size(), error);
+      for (auto it = wave.rbegin(); it != wave.rend(); ++it) waiting_.push_front(std::move(*it));
+      return;
+    }
     for (const SessionSentence& sentence : wave) in_flight_tokens_.emplace_back(sentence.id, sentence.source.size());
-    session_.add(wave);
     ++stats_.waves;
     stats_.max_in_flight = std::max(stats_.max_in_flight, session_.active_sentences());
   }
   if (session_.active_sentences() == 0) return;
-  stats_.slot_steps += static_cast<size_t>(session_.active_slots());
+  const int64_t slots = session_.active_slots();
   const size_t before = finished.size();
-  session_.step(finished);
-  ++stats_.steps;
-  for (size_t i = before; i < finished.size(); ++i) {
-    const uint64_t id = finished[i].id;
-    const auto entry = std::find_if(in_flight_tokens_.begin(), in_flight_tokens_.end(),
-                                    [id](const auto& candidate) { return candidate.first == id; });
-    if (entry != in_flight_tokens_.end()) in_flight_tokens_.erase(entry);
+  try {
+    session_.step(finished);
+  } catch (const OutOfMemoryError& error) {
+    const size_t in_flight = session_.active_sentences();
+    lower_budget(in_flight, error);
+    std::vector<SessionSentence> evicted = session_.evict_newest(in_flight - options_.max_sentences);
+    if (evicted.empty()) throw;
+    for (auto it = evicted.rbegin(); it != evicted.rend(); ++it) {
+      forget_in_flight(it->id);
+      waiting_.push_front(std::move(*it));
+    }
+    return;
   }
+  stats_.slot_steps += static_cast<size_t>(slots);
+  ++stats_.steps;
+  for (size_t i = before; i < finished.size(); ++i) forget_in_flight(finished[i].id);
 }
 
 }  // namespace seqtrans

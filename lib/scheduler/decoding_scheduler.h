@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/error.h"
 #include "search/options.h"
 #include "search/search_session.h"
 #include "search/step_model.h"
@@ -44,6 +45,7 @@ struct SchedulerStats {
   size_t steps = 0;         // decoder steps
   size_t slot_steps = 0;    // decoder rows computed, summed over steps
   size_t max_in_flight = 0; // most sentences in flight at once
+  size_t memory_retries = 0; // times the device ran out of memory and the budget was halved
 };
 
 class DecodingScheduler {
@@ -54,7 +56,12 @@ class DecodingScheduler {
   void submit(SessionSentence sentence);
   // One iteration: admits the waiting sentences the budget and the policy allow, runs one decoder step, and
   // appends the sentences that finished to `finished`. Does nothing when idle().
+  // Out of device memory (OutOfMemoryError from the model), the sentence budget is halved: a wave that
+  // failed to join waits again, a step that failed sends its newest half of the sentences back to the
+  // front of the queue to restart; only one sentence alone running out of memory is an error.
   void iterate(std::vector<FinishedSentence>& finished);
+  // The sentence budget in effect: the options', or less after running out of memory.
+  size_t max_sentences() const { return options_.max_sentences; }
 
   bool idle() const { return waiting_.empty() && session_.active_sentences() == 0; }
   size_t waiting() const { return waiting_.size(); }
@@ -67,6 +74,9 @@ class DecodingScheduler {
   // The waiting sentences (from the front) that join now; empty when the policy says wait.
   std::vector<SessionSentence> next_wave();
   size_t tokens_in_flight() const;
+  // Halves the sentence budget from `load` sentences (at least 1); rethrows when `load` was one.
+  void lower_budget(size_t load, const OutOfMemoryError& error);
+  void forget_in_flight(uint64_t id);
 
   SchedulerOptions options_;
   SearchSession session_;

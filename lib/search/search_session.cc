@@ -1,6 +1,7 @@
 #include "search/search_session.h"
 
 #include <chrono>
+#include <numeric>
 
 #include "core/error.h"
 #include "search/search_common.h"
@@ -36,6 +37,8 @@ void SearchSession::add(const std::vector<SessionSentence>& sentences) {
   for (const SessionSentence& sentence : sentences) {
     Active active;
     active.id = sentence.id;
+    active.source = sentence.source;
+    active.stream = sentence.stream;
     active.search = make_sentence_search(model_, options_, sentence.source.size(), sentence.stream);
     active.first_slot = slot++;
     active_.push_back(std::move(active));
@@ -110,6 +113,25 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
   active_ = std::move(kept);
   if (!is_identity_selection(sources, state_->slots())) model_.select(*state_, sources);
   times_.search += seconds_between(stepped, Clock::now());
+}
+
+std::vector<SessionSentence> SearchSession::evict_newest(size_t count) {
+  // Sentences sit in slot order, newest last; parked ones (naive batching) are done and stay.
+  size_t keep = active_.size();
+  while (keep > 0 && active_.size() - keep < count && active_[keep - 1].search) --keep;
+  std::vector<SessionSentence> evicted;
+  if (keep == active_.size()) return evicted;
+  for (size_t i = keep; i < active_.size(); ++i) {
+    Active& active = active_[i];
+    evicted.push_back(SessionSentence{active.id, std::move(active.source), active.stream});
+    --running_;
+  }
+  const int32_t kept_slots = active_[keep].first_slot;
+  active_.resize(keep);
+  std::vector<int32_t> sources(static_cast<size_t>(kept_slots));
+  std::iota(sources.begin(), sources.end(), 0);
+  model_.select(*state_, sources);
+  return evicted;
 }
 
 }  // namespace seqtrans

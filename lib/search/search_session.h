@@ -45,8 +45,13 @@ class SearchSession {
   void reserve(const DecoderReservation& reservation) { model_.reserve(*state_, reservation); }
   // Encodes `sentences` and adds them to the running decode; they take part from the next step on.
   void add(const std::vector<SessionSentence>& sentences);
-  // One decoder step over every active sentence; sentences that finish are appended to `finished`.
+  // One decoder step over every active sentence; sentences that finish are appended to `finished`. If the
+  // model throws (out of memory), no sentence has advanced and the step can be retried.
   void step(std::vector<FinishedSentence>& finished);
+  // Takes up to `count` of the most recently added sentences still searching out of the decode, freeing
+  // their rows, and returns them as they were handed in: added again, they search from the start and get
+  // the same result (sampling streams are keyed by sentence). Recovery from running out of memory.
+  std::vector<SessionSentence> evict_newest(size_t count);
 
   size_t active_sentences() const { return running_; }
   // Decoder rows the next step computes.
@@ -57,6 +62,8 @@ class SearchSession {
  private:
   struct Active {
     uint64_t id = 0;
+    std::vector<int32_t> source;  // kept for a restart after an eviction
+    uint64_t stream = 0;
     std::unique_ptr<SentenceSearch> search;  // null once done and parked (naive batching)
     int32_t first_slot = 0;                  // its first slot in the current step
     std::vector<int32_t> parked_inputs;      // naive batching: slots kept after it is done, fed EOS

@@ -105,3 +105,19 @@ TEST_CASE("iteration and shrinking batching give identical lines at batch sizes 
   REQUIRE_GPU_OR_SKIP();
   check_modes_agree({"--device", "cuda", "--precision", "fp32"});
 }
+
+TEST_CASE("a batch budget far above the GPU's memory is lowered with a note, and the lines are the same",
+          "[gpu][e2e][batching]") {
+  REQUIRE_GPU_OR_SKIP();
+  const std::string input = golden_input(40);
+  const std::vector<std::string> gpu = {"--device", "cuda", "--precision", "fp32"};
+  const std::string expected = translate(gpu, {}, input);
+  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--max-length",
+                                        "60", "--max-batch-tokens", "50000000", "--max-batch-size", "1000000"};
+  arguments.insert(arguments.end(), gpu.begin(), gpu.end());
+  const ProcessResult result = run_process(arguments, input, 300);
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.err.find("--max-batch-size lowered from 1000000 to") != std::string::npos);
+  CHECK(result.out == expected);
+}

@@ -45,6 +45,7 @@ class FakeStepModel : public StepModel {
   // Sentences are numbered in admission order over the state's life (the first admit's are 0, 1, ...).
   void admit(DecoderState& decoder_state, const std::vector<std::vector<int32_t>>& sources) override {
     auto& state = dynamic_cast<State&>(decoder_state);
+    check_memory(state.entries.size() + sources.size());
     ++encode_calls;
     admitted.push_back(sources.size());
     for (const auto& source : sources) state.entries.push_back(Slot{state.next_sentence++, source, {}});
@@ -54,6 +55,7 @@ class FakeStepModel : public StepModel {
     auto& state = dynamic_cast<State&>(decoder_state);
     SEQTRANS_CHECK(input_ids.size() == state.entries.size(), "fake step: {} ids for {} slots", input_ids.size(),
                    state.entries.size());
+    check_memory(state.entries.size());
     std::vector<float> values;  // [slots, vocab]
     std::vector<FakeSlotRecord> record;
     for (size_t i = 0; i < input_ids.size(); ++i) {
@@ -86,6 +88,11 @@ class FakeStepModel : public StepModel {
     selects.push_back(sources);
   }
 
+  // Simulated device memory: admitting or stepping more slots than this throws OutOfMemoryError, before
+  // anything changes (0 = no limit).
+  size_t slot_limit = 0;
+  int out_of_memory_errors = 0;
+
   // Slots computed by each step call, in call order.
   std::vector<std::vector<FakeSlotRecord>> steps;
   // Arguments of each select call.
@@ -102,6 +109,12 @@ class FakeStepModel : public StepModel {
   }
 
  private:
+  void check_memory(size_t slots) {
+    if (slot_limit == 0 || slots <= slot_limit) return;
+    ++out_of_memory_errors;
+    throw OutOfMemoryError(fmt::format("fake model: {} slots do not fit in {}", slots, slot_limit));
+  }
+
   struct Slot {
     size_t sentence;
     std::vector<int32_t> source;

@@ -179,5 +179,67 @@ TEST_CASE("scheduler: seeded sampling draws the same tokens whatever joins aroun
   check_alone_results(seen, search, all);
 }
 
+TEST_CASE("scheduler: out of memory halves the budget and restarts sentences, with the same results",
+          "[search][scheduler]") {
+  const auto all = sources(24);
+  for (const Batching batching : {Batching::Iteration, Batching::Shrinking}) {
+    SearchOptions search;
+    search.beam_size = 3;
+    search.num_hypotheses = 2;
+    search.max_length_a = 9;
+    SchedulerOptions scheduling;
+    scheduling.batching = batching;
+    scheduling.max_sentences = 8;  // up to 24 rows; only 10 fit
+    scheduling.max_tokens = 1000;
+    scheduling.min_join = 2;
+    FakeStepModel model = hash_model();
+    model.slot_limit = 10;
+    DecodingScheduler scheduler(model, search, scheduling);
+    for (size_t i = 0; i < all.size(); ++i) scheduler.submit(SessionSentence{i, all[i], i});
+    Observation seen;
+    std::vector<FinishedSentence> finished;
+    while (!scheduler.idle()) {
+      finished.clear();
+      scheduler.iterate(finished);
+      REQUIRE(++seen.iterations < 10000);
+      for (FinishedSentence& sentence : finished) {
+        REQUIRE(seen.results.count(sentence.id) == 0);
+        seen.results[sentence.id] = std::move(sentence.result);
+      }
+    }
+    CAPTURE(batching == Batching::Iteration);
+    CHECK(model.out_of_memory_errors > 0);
+    CHECK(scheduler.stats().memory_retries == static_cast<size_t>(model.out_of_memory_errors));
+    // 8 -> 4 -> 2 sentences (3 rows each): at most two halvings before everything fits.
+    CHECK(scheduler.max_sentences() >= 2);
+    CHECK(scheduler.max_sentences() <= 3);
+    check_alone_results(seen, search, all);
+  }
+}
+
+TEST_CASE("scheduler: one sentence that does not fit alone is an error", "[search][scheduler]") {
+  SearchOptions search;
+  search.beam_size = 3;
+  search.max_length_a = 9;
+  SchedulerOptions scheduling;
+  scheduling.max_sentences = 4;
+  FakeStepModel model = hash_model();
+  model.slot_limit = 2;  // the first step fits (one slot per sentence), beam 3 rows never do
+  DecodingScheduler scheduler(model, search, scheduling);
+  for (size_t i = 0; i < 4; ++i) scheduler.submit(SessionSentence{i, sources(4)[i], i});
+  std::vector<FinishedSentence> finished;
+  bool failed = false;
+  for (int i = 0; i < 100 && !failed; ++i) {
+    try {
+      scheduler.iterate(finished);
+    } catch (const OutOfMemoryError&) {
+      failed = true;
+    }
+  }
+  CHECK(failed);
+  CHECK(scheduler.max_sentences() == 1);
+  CHECK(finished.empty());
+}
+
 }  // namespace testing
 }  // namespace seqtrans

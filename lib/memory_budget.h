@@ -1,0 +1,34 @@
+// Device memory against the batch budget: what a run reserves up front, and a budget lowered to what
+// the device has (memory pressure is a size, not a failure).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "batching/options.h"
+#include "core/dtype.h"
+#include "models/model_file.h"
+
+namespace seqtrans {
+
+// What a run asks of the device: the weights plus the largest batch's working set.
+struct ReservationInputs {
+  DataType dtype = DataType::F16;
+  BatchingOptions batching;
+  int beam_size = 4;
+  size_t max_input_length = 1024;
+};
+
+// Bytes reserved at start (see memory_budget.cc for how each part is sized).
+size_t device_reservation(const ModelFile& file, const ReservationInputs& inputs);
+
+// The largest budget (sentences and source tokens lowered by one factor) whose reservation fits in 90% of
+// `available_bytes`, and a one-line note saying by how much it was lowered (empty when it already fit).
+// Throws when even one sentence does not fit.
+struct FittedBudget {
+  BatchingOptions batching;
+  std::string note;
+};
+FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs& inputs, size_t available_bytes);
+
+}  // namespace seqtrans
