@@ -146,6 +146,9 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
   };
   line("time per pass", fmt::format("{:.3f} s median (min {:.3f}, max {:.3f}) over {} runs", result.time.median,
                                     result.time.min, result.time.max, result.time.runs));
+  line("start-up", fmt::format("{} ms to load the model and prepare the device, then {} ms to translate the "
+                                "first line alone", milliseconds(result.startup_seconds),
+                                milliseconds(result.first_line_seconds)));
   line("sentences/s", fmt::format("{:.1f}", result.sentences_per_second));
   line("source tokens/s", fmt::format("{} ({} tokens, EOS included)", rate(result.source_tokens_per_second),
                                       stats.source_tokens));

@@ -146,12 +146,17 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   SEQTRANS_CHECK(report.lines > 0, "benchmark: '{}' has no lines", options.input);
 
   TranslatorPool translators(options.translator);
+  RealResult& result = report.result;
+  auto start = Clock::now();
   Translator& base = translators.get(options.engine);
+  result.startup_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  start = Clock::now();
+  base.translate({windows.front().front()});
+  result.first_line_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.config = base.model_file().config();
   report.search = base.options().search;
   FileMeasurements measurements(translators, std::move(windows), options.repetitions);
 
-  RealResult& result = report.result;
   std::vector<RealRun> runs;
   result.time = measurements.time(options.engine, runs, report.translations);
   result.median_run = median_run(runs);

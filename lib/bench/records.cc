@@ -114,6 +114,8 @@ Row real_row(const RealReport& report) {
   row.push_back({"latency_p50_ms", 1e3 * result.latency_p50});
   row.push_back({"latency_p90_ms", 1e3 * result.latency_p90});
   row.push_back({"latency_p99_ms", 1e3 * result.latency_p99});
+  row.push_back({"startup_s", result.startup_seconds});
+  row.push_back({"first_line_s", result.first_line_seconds});
   row.push_back({"tokenize_s", stats.tokenize_seconds});
   row.push_back({"search_s", stats.search_seconds});
   row.push_back({"search_encode_s", stats.search_split.encode});
