@@ -247,6 +247,8 @@ void ModelFile::parse(const char* bytes, uint64_t file_size) {
   for (const proto::TensorEntry& entry : header.tensors()) {
     const std::string& name = entry.name();
     check.require(!name.empty(), "a tensor entry has no name");
+    // A name is quoted in the messages below: a corrupt one must not break them into several lines.
+    check.require(printable(name) == name, "tensor '{}' has a control character in its name", printable(name));
     check.require(tensors_.count(name) == 0, "tensor '{}' appears twice", name);
     DataType dtype;
     switch (entry.dtype()) {

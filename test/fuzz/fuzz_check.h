@@ -18,6 +18,7 @@ inline void require(bool condition, const char* what) {
 // The CLI prints an Error's message as its one stderr line, so a message must be non-empty and one line.
 inline void require_one_line(const std::string& message) {
   require(!message.empty(), "an error message is empty");
+  if (message.find('\n') != std::string::npos) std::fprintf(stderr, "message: %s\n", message.c_str());
   require(message.find('\n') == std::string::npos, "an error message spans several lines");
 }
 
