@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
     if (translate_command->parsed()) return seqtrans::app::run_translate(translate);
     if (bench_command->parsed()) return seqtrans::app::run_bench(bench);
   } catch (const std::exception& error) {
-    std::cerr << "seqtrans: error: " << error.what() << '\n';
+    // printable(): whatever text a message quotes (a path, a library's status), it stays one line.
+    std::cerr << "seqtrans: error: " << seqtrans::printable(error.what()) << '\n';
     return 1;
   }
   return 0;

@@ -134,8 +134,10 @@ std::vector<Line> LineReader::read_window() {
   while (window.size() < read_ahead_) {
     if (take_complete_line(window)) continue;
     if (at_end_) {
+      // The last line needs no '\n', but input holding only a byte order mark is empty, not a blank line.
       const size_t rest = buffer_.size() - buffer_start_;
-      if (rest > 0) take_line(window, rest, 0);
+      const bool only_mark = next_index_ == 0 && buffer_.compare(buffer_start_, rest, byte_order_mark) == 0;
+      if (rest > 0 && !only_mark) take_line(window, rest, 0);
       break;
     }
     // Drop consumed bytes once they are at least half the buffer: amortized linear copying.

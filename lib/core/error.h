@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -20,6 +21,21 @@ class OutOfMemoryError : public Error {
  public:
   explicit OutOfMemoryError(const std::string& message) : Error(message) {}
 };
+
+// `text` with its control characters (line ends, escape, ...) written as \xNN: text from files or other
+// outside sources quoted in an error message keeps the message one line and cannot drive the terminal.
+inline std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f)
+      out += fmt::format("\\x{:02x}", byte);
+    else
+      out += c;
+  }
+  return out;
+}
 
 }  // namespace seqtrans
 

@@ -17,6 +17,7 @@
 #include "model.pb.h"
 
 namespace seqtrans {
+namespace {
 
 // Read-only memory map of a whole file; unmapped when the last ModelFile copy goes away.
 class MappedFile {
@@ -52,8 +53,6 @@ class MappedFile {
   void* data_ = nullptr;
   size_t size_ = 0;
 };
-
-namespace {
 
 // Bounds that no real model reaches; they turn corrupt numbers into errors instead of huge allocations.
 constexpr uint64_t kMaxWidth = 1 << 16;
@@ -200,10 +199,23 @@ GenerationDefaults read_generation(const proto::GenerationDefaults& generation, 
 ModelFile ModelFile::open(const std::string& path) {
   ModelFile model;
   model.path_ = path;
-  model.mapping_ = std::make_shared<MappedFile>(path);
-  const FileChecker check(path);
-  const char* bytes = model.mapping_->data();
-  const uint64_t file_size = model.mapping_->size();
+  const auto mapping = std::make_shared<MappedFile>(path);
+  model.backing_ = mapping;
+  model.parse(mapping->data(), mapping->size());
+  return model;
+}
+
+ModelFile ModelFile::from_bytes(std::string name, std::string bytes) {
+  ModelFile model;
+  model.path_ = std::move(name);
+  const auto held = std::make_shared<const std::string>(std::move(bytes));
+  model.backing_ = held;
+  model.parse(held->data(), held->size());
+  return model;
+}
+
+void ModelFile::parse(const char* bytes, uint64_t file_size) {
+  const FileChecker check(path_);
 
   check.require(file_size >= 16, "file is {} bytes, too short to be a seqtrans model", file_size);
   check.require(std::memcmp(bytes, kModelMagic, sizeof(kModelMagic)) == 0,
@@ -224,10 +236,10 @@ ModelFile ModelFile::open(const std::string& path) {
   check.require(header.format_version() == kModelFormatVersion, "format_version {} is not supported (this build reads {})",
                 header.format_version(), kModelFormatVersion);
   check.require(header.has_config(), "config is missing");
-  model.config_ = read_config(header.config(), check);
-  model.tokenizer_ = read_tokenizer(header.tokenizer(), model.config_, check);
-  model.generation_ = read_generation(header.generation(), model.config_, check);
-  model.description_ = header.description();
+  config_ = read_config(header.config(), check);
+  tokenizer_ = read_tokenizer(header.tokenizer(), config_, check);
+  generation_ = read_generation(header.generation(), config_, check);
+  description_ = header.description();
 
   const uint64_t data_start = (16 + header_size + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   check.require(data_start <= file_size, "tensor data region starts past the end of the file (truncated file?)");
@@ -235,7 +247,9 @@ ModelFile ModelFile::open(const std::string& path) {
   for (const proto::TensorEntry& entry : header.tensors()) {
     const std::string& name = entry.name();
     check.require(!name.empty(), "a tensor entry has no name");
-    check.require(model.tensors_.count(name) == 0, "tensor '{}' appears twice", name);
+    // A name is quoted in the messages below: a corrupt one must not break them into several lines.
+    check.require(printable(name) == name, "tensor '{}' has a control character in its name", printable(name));
+    check.require(tensors_.count(name) == 0, "tensor '{}' appears twice", name);
     DataType dtype;
     switch (entry.dtype()) {
       case proto::FP32: dtype = DataType::F32; break;
@@ -257,9 +271,8 @@ ModelFile ModelFile::open(const std::string& path) {
     check.require(entry.offset() <= data_size && entry.size() <= data_size - entry.offset(),
                   "tensor '{}' extends past the end of the file (truncated file?)", name);
     void* data = const_cast<char*>(bytes + data_start + entry.offset());
-    model.tensors_.emplace(name, Tensor::borrow(data, shape, dtype, Device::CPU));
+    tensors_.emplace(name, Tensor::borrow(data, shape, dtype, Device::CPU));
   }
-  return model;
 }
 
 ModelFile ModelFile::from_parts(std::string name, ModelConfig config, TokenizerConfig tokenizer,

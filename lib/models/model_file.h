@@ -10,14 +10,15 @@
 
 namespace seqtrans {
 
-class MappedFile;
-
 // A validated model file: config, tokenizer and host views of every tensor (fp32 or fp16, as stored).
 // Tensor views point into the memory-mapped file, which lives as long as this object.
 class ModelFile {
  public:
   // Throws seqtrans::Error with one line naming the file and the bad field or tensor.
   static ModelFile open(const std::string& path);
+  // The same checks on a model file held in memory (a fuzzer's input); `name` stands in for the path in
+  // messages. The tensor views point into `bytes`, which the returned object keeps.
+  static ModelFile from_bytes(std::string name, std::string bytes);
   // A model held in memory (e.g. random weights); `name` stands in for the path in messages.
   static ModelFile from_parts(std::string name, ModelConfig config, TokenizerConfig tokenizer,
                               std::map<std::string, Tensor> tensors);
@@ -34,8 +35,11 @@ class ModelFile {
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
 
  private:
+  // Validates the header at `bytes` [size] and sets everything but path_ and backing_ from it.
+  void parse(const char* bytes, uint64_t size);
+
   std::string path_;
-  std::shared_ptr<MappedFile> mapping_;
+  std::shared_ptr<const void> backing_;  // what the tensor views point into: a MappedFile or a string
   ModelConfig config_;
   TokenizerConfig tokenizer_;
   GenerationDefaults generation_;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "catch.h"
@@ -43,6 +44,26 @@ void require_one_line_error(const ProcessResult& result) {
 std::string write_file(const std::string& stem, const std::string& content) {
   const std::string path = temp_path(stem);
   std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+// A tiny model file with vocabularies whose serialized header holds `text` (a string it stores) with its
+// first byte replaced by 0xFF, which is never valid UTF-8. The length is unchanged, so everything but
+// that string field still parses.
+std::string model_with_invalid_utf8(const std::string& text) {
+  ModelImage image = make_tiny_model({});
+  for (uint32_t id = 0; id < image.header.config().source_vocab_size(); ++id) {
+    image.header.mutable_tokenizer()->add_source_vocab("source_piece_" + std::to_string(id));
+    image.header.mutable_tokenizer()->add_target_vocab("target_piece_" + std::to_string(id));
+  }
+  const std::string path = temp_path("invalid_utf8.seqtrans");
+  write_model_file(path, image);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const size_t at = bytes.find(text);
+  REQUIRE(at != std::string::npos);
+  bytes[at] = '\xff';
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   return path;
 }
 
@@ -257,6 +278,17 @@ TEST_CASE("bad input gives one line on stderr and a non-zero exit", "[e2e][cli]"
     const ProcessResult result = run_process({seqtrans_binary(), "translate", "-m", junk, "--device", "cpu"}, "Hi\n");
     require_one_line_error(result);
     CHECK(result.err.find(junk) != std::string::npos);
+  }
+  SECTION("a header whose string field holds invalid UTF-8") {
+    // libprotobuf logs such a field on its own; only seqtrans's line may reach stderr.
+    for (const char* text : {"random test model", "source_piece_5", "target_piece_7", "decoder/output/bias"}) {
+      INFO(text);
+      const std::string model = model_with_invalid_utf8(text);
+      const ProcessResult result = translate_with(model, {"--quiet"}, "Hello.\n");
+      require_one_line_error(result);
+      CHECK(result.err.find(model) != std::string::npos);
+      CHECK(result.err.find("libprotobuf") == std::string::npos);
+    }
   }
   SECTION("invalid option values") {
     require_one_line_error(translate({"--beam-size", "0"}, "Hello.\n"));

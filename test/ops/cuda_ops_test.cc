@@ -686,10 +686,41 @@ TEST_CASE("cuda pool ops match the CPU: append and attention through blocks, sca
   }
 }
 
-#else  // no CUDA in this build
+#else  // no CUDA in this build: the CUDA cases above are not compiled, and CUDA is refused in one line
 
-TEST_CASE("cuda ops are not compiled in this build", "[gpu]") {
-  WARN("this build of seqtrans has no CUDA backend: GPU op tests skipped");
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/ops.h"
+#include "ops/runtime.h"
+
+namespace {
+
+// The message of the seqtrans::Error that `call` throws; empty when it throws none.
+template <typename Call>
+std::string error_of(Call call) {
+  try {
+    call();
+  } catch (const seqtrans::Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a build without CUDA refuses the CUDA device and CUDA tensors with a clear error", "[ops]") {
+  using namespace seqtrans;
+  CHECK(error_of([] { ops::initialize_device(Device::CUDA, 0, 0); }).find("no CUDA support") != std::string::npos);
+  // Borrowed host memory labelled CUDA passes the front end's checks and reaches the device switch.
+  std::vector<float> x_values(6, 1.0f), bias_values(3, 0.5f);
+  Tensor x = Tensor::borrow(x_values.data(), {2, 3}, DataType::F32, Device::CUDA);
+  const Tensor bias = Tensor::borrow(bias_values.data(), {3}, DataType::F32, Device::CUDA);
+  const std::string message = error_of([&] { ops::add_bias(x, bias); });
+  CHECK(message.find("add_bias") != std::string::npos);
+  CHECK(message.find("no CUDA support") != std::string::npos);
+  CHECK(x_values == std::vector<float>(6, 1.0f));
 }
 
 #endif

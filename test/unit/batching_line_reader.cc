@@ -121,6 +121,10 @@ TEST_CASE("LineReader keeps NUL and invalid UTF-8 bytes inside lines", "[batchin
 TEST_CASE("LineReader drops a byte order mark at the start only", "[batching][reader]") {
   CHECK(read_all("\xEF\xBB\xBFhello\n\xEF\xBB\xBFworld\n") ==
         std::vector<std::string>{"hello", "\xEF\xBB\xBFworld"});
+  // A file holding only the mark is an empty file (found by test/fuzz/line_reader_fuzzer); with a line end
+  // after it, it is one blank line.
+  CHECK(read_all("\xEF\xBB\xBF").empty());
+  CHECK(read_all("\xEF\xBB\xBF\n") == std::vector<std::string>{""});
 }
 
 TEST_CASE("LineReader windows hold at most read_ahead lines", "[batching][reader]") {

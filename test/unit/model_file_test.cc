@@ -96,6 +96,15 @@ TEST_CASE("an absurd header size or corrupt header is refused", "[model_file]") 
   open_error(path);
 }
 
+TEST_CASE("a tensor name with a control character is refused in one line", "[model_file]") {
+  // Found by test/fuzz/model_file_fuzzer: names were quoted verbatim, a line feed included.
+  ModelImage image = make_tiny_model({});
+  image.header.mutable_tensors(0)->set_name("encoder/embed\nding\x1b[31m");
+  const std::string message = open_error(write_image(image));
+  CHECK(message.find("control character") != std::string::npos);
+  CHECK(message.find("embed\\x0ading\\x1b[31m") != std::string::npos);
+}
+
 TEST_CASE("wrong shapes, missing tensors and absurd config values are refused", "[model_file]") {
   SECTION("a tensor with the wrong shape") {
     ModelImage image = make_tiny_model({});
