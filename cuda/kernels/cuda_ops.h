@@ -67,4 +67,11 @@ constexpr int kMaxTopk = 64;
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& indices,
                       cudaStream_t stream);
 
+// ---- sampling output layer ----
+
+// ops::sample_tokens on the device: the same draws as the CPU (core/sampling_math.h). logits: [rows, V]
+// fp32; rows: [rows, kSamplingRowWords] int32 on the device; bias fp32. One block per row.
+void sample_tokens(const Tensor& logits, const Tensor& rows, const ops::SampleOptions& options, Tensor& ids,
+                   Tensor& log_probs, cudaStream_t stream);
+
 }  // namespace seqtrans::cuda

@@ -16,8 +16,10 @@
 // k = 1 is a separate single-pass kernel: normalizer and argmax together.
 #include <cub/block/block_scan.cuh>
 
+#include "core/sampling_math.h"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
+#include "cuda/kernels/suppression.cuh"
 
 namespace seqtrans::cuda {
 namespace {
@@ -28,18 +30,6 @@ constexpr int kCandidateCapacity = 2048;  // candidates sorted in shared memory
 constexpr int kGroupElements = 64;
 constexpr size_t kMaxGroupBytes = 16384;  // group maxima kept in shared memory
 constexpr uint32_t kNoKey = 0;            // below every real key (the key of -inf is 0x007fffff)
-
-// Order-preserving map of floats to uint32 (larger float, larger key); -0 is folded into +0 first so that
-// the two compare equal, as they do for a sort on floats.
-__device__ __forceinline__ uint32_t order_key(float x) {
-  const uint32_t bits = __float_as_uint(x + 0.0f);  // -0 + 0 = +0
-  const uint32_t sign = static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31);  // all ones if negative
-  return bits ^ (sign | 0x80000000u);
-}
-
-__device__ __forceinline__ float key_value(uint32_t key) {
-  return __uint_as_float((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
-}
 
 __device__ __forceinline__ unsigned long long composite(uint32_t key, int index) {
   return (static_cast<unsigned long long>(key) << 32) | (0xffffffffu - static_cast<uint32_t>(index));
@@ -69,7 +59,7 @@ struct RowView {
     return z;
   }
   __device__ __forceinline__ bool is_suppressed(int i) const {
-    return suppressed != nullptr && ((suppressed[i >> 5] >> (i & 31)) & 1u);
+    return seqtrans::cuda::is_suppressed(suppressed, i);
   }
   __device__ __forceinline__ uint32_t key(int i) const {
     return is_suppressed(i) ? order_key(-INFINITY) : order_key(logit(i));
@@ -334,7 +324,7 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArgument
 
   for (int i = threadIdx.x; i < k; i += kThreads) {
     const unsigned long long best = shared.candidates[i];
-    const float z = key_value(static_cast<uint32_t>(best >> 32));
+    const float z = key_score(static_cast<uint32_t>(best >> 32));
     args.values[row_index * k + i] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
     args.indices[row_index * k + i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
   }
@@ -377,7 +367,7 @@ __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArgume
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
     if (threadIdx.x == 0) {
-      const float z = key_value(static_cast<uint32_t>(best >> 32));
+      const float z = key_score(static_cast<uint32_t>(best >> 32));
       args.values[row_index] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
       args.indices[row_index] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
     }
@@ -455,7 +445,7 @@ __global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict_
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
   if (lane == 0) {
     const float log_sum_exp = row_max == -INFINITY ? -INFINITY : row_max + logf(sum);
-    const float z = key_value(static_cast<uint32_t>(best >> 32));
+    const float z = key_score(static_cast<uint32_t>(best >> 32));
     values[row_index] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
     indices[row_index] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
   }
@@ -466,14 +456,6 @@ __global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict_
 int argmax_chunks(int64_t rows, int vectors) {
   const int64_t wanted = (2 * static_cast<int64_t>(context().properties.multiProcessorCount) + rows - 1) / rows;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({wanted, 32, vectors / kThreads})));
-}
-
-__global__ void suppression_bitmap_kernel(const int32_t* __restrict__ ids, int64_t count, int vocab,
-                                          uint32_t* __restrict__ bitmap) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
-    const int32_t id = ids[i];
-    if (id >= 0 && id < vocab) atomicOr(&bitmap[id >> 5], 1u << (id & 31));
-  }
 }
 
 template <int N>
@@ -568,17 +550,7 @@ void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& 
   if (rows == 0) return;
 
   // Suppressed ids become a bitmap of the vocabulary, built once for all rows.
-  Tensor bitmap;
-  if (options.suppressed_ids != nullptr && options.suppressed_ids->elements() > 0) {
-    const Tensor& ids = *options.suppressed_ids;
-    check_on_device(op, "suppressed_ids", ids);
-    check_same_dtype(op, "suppressed_ids", ids, DataType::I32);
-    bitmap = Tensor({(vocab + 31) / 32}, DataType::I32, Device::CUDA);
-    CUDA_CHECK(cudaMemsetAsync(bitmap.raw(), 0, bitmap.bytes(), stream));
-    suppression_bitmap_kernel<<<grid_size(ids.elements(), 256), 256, 0, stream>>>(
-        ids.data<int32_t>(), ids.elements(), static_cast<int>(vocab), bitmap.data<uint32_t>());
-    CUDA_CHECK_LAUNCH();
-  }
+  const Tensor bitmap = suppression_bitmap(op, options.suppressed_ids, vocab, stream);
   const uint32_t* suppressed = bitmap.defined() ? bitmap.data<uint32_t>() : nullptr;
 
   const bool f32_bias = options.bias != nullptr && options.bias->dtype() == DataType::F32;

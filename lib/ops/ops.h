@@ -124,6 +124,38 @@ struct TopkOptions {
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& ids);
 inline constexpr int kMaxDeviceTopk = 64;
 
+// One row's sampling settings, packed into int32 words for the device ([rows, kSamplingRowWords]).
+// Hugging Face's warpers in HF's order: temperature, then top-k, top-p and min-p.
+struct SamplingRow {
+  float temperature = 1.0f;
+  int32_t top_k = 0;        // 0 = the whole vocabulary
+  float top_p = 1.0f;       // 1 = off
+  float min_p = 0.0f;       // 0 = off
+  int32_t banned_id = -1;   // an id this row must not draw (EOS before the minimum length); -1 = none
+  uint32_t seed_low = 0, seed_high = 0;
+  uint32_t line_low = 0, line_high = 0;  // the input line: the draw's random stream
+  uint32_t step = 0;                     // tokens the sample generated before this draw
+  uint32_t sample = 0;                   // the sample's index among the line's samples
+};
+inline constexpr int64_t kSamplingRowWords = sizeof(SamplingRow) / sizeof(int32_t);
+static_assert(sizeof(SamplingRow) % sizeof(int32_t) == 0, "sampling rows travel as int32 words");
+
+// The packed rows on the host: [rows.size(), kSamplingRowWords] int32.
+Tensor sampling_rows_tensor(const std::vector<SamplingRow>& rows);
+
+// The sampling output layer: per row of logits [rows, V] (fp32), z = logits + bias; masked ids (the
+// suppressed ids and the row's banned id) are excluded; x = z / temperature; top-k, top-p and min-p filter
+// x; one token is drawn from what is left with the row's Philox bits (core/sampling_math.h says how).
+// ids: [rows] int32, -1 where no token can be drawn; log_probs: [rows] fp32, the drawn token's
+// log_softmax(z) over the whole row (the model's log-prob: temperature and filters do not enter it).
+// The CPU and CUDA backends draw the same token from the same logits.
+struct SampleOptions {
+  const Tensor* bias = nullptr;            // [V] fp32
+  const Tensor* suppressed_ids = nullptr;  // [n] int32
+};
+void sample_tokens(const Tensor& logits, const Tensor& rows, const SampleOptions& options, Tensor& ids,
+                   Tensor& log_probs);
+
 // Element type conversion (fp32 <-> fp16), on the tensor's device.
 Tensor convert(const Tensor& x, DataType dtype);
 

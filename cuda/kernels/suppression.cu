@@ -1,0 +1,30 @@
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/suppression.cuh"
+
+namespace seqtrans::cuda {
+namespace {
+
+__global__ void suppression_bitmap_kernel(const int32_t* __restrict__ ids, int64_t count, int vocab,
+                                          uint32_t* __restrict__ bitmap) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
+    const int32_t id = ids[i];
+    if (id >= 0 && id < vocab) atomicOr(&bitmap[id >> 5], 1u << (id & 31));
+  }
+}
+
+}  // namespace
+
+Tensor suppression_bitmap(const char* op, const Tensor* ids, int64_t vocab, cudaStream_t stream) {
+  Tensor bitmap;
+  if (ids == nullptr || ids->elements() == 0) return bitmap;
+  check_on_device(op, "suppressed_ids", *ids);
+  check_same_dtype(op, "suppressed_ids", *ids, DataType::I32);
+  bitmap = Tensor({(vocab + 31) / 32}, DataType::I32, Device::CUDA);
+  CUDA_CHECK(cudaMemsetAsync(bitmap.raw(), 0, bitmap.bytes(), stream));
+  suppression_bitmap_kernel<<<grid_size(ids->elements(), 256), 256, 0, stream>>>(
+      ids->data<int32_t>(), ids->elements(), static_cast<int>(vocab), bitmap.data<uint32_t>());
+  CUDA_CHECK_LAUNCH();
+  return bitmap;
+}
+
+}  // namespace seqtrans::cuda
