@@ -22,6 +22,16 @@ void initialize_device(Device device, int device_index, size_t reserve_bytes) {
 #endif
 }
 
+void select_device(Device device, int device_index) {
+  if (device == Device::CPU) return;
+#ifdef SEQTRANS_WITH_CUDA
+  cuda::use_device(device_index);
+#else
+  (void)device_index;
+  throw Error("this build of seqtrans has no CUDA support");
+#endif
+}
+
 DeviceMemory device_memory(Device device) {
   DeviceMemory memory;
 #ifdef SEQTRANS_WITH_CUDA
