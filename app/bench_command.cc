@@ -66,6 +66,8 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   SEQTRANS_CHECK(options.command->count("--beam-size") == 0, "--synthetic takes beams as a list: --beam 1,4");
   SEQTRANS_CHECK(options.command->count("--model") == 0, "--synthetic uses random weights, not a model file (-m)");
   SEQTRANS_CHECK(options.input.empty() && options.output.empty(), "--synthetic reads no input file (-i, -o)");
+  SEQTRANS_CHECK(common.devices.indices.size() == 1, "--synthetic measures one device; --device {} names {}",
+                 common.text.device, common.devices.indices.size());
   bench::SyntheticOptions synthetic;
   synthetic.model.encoder_layers = options.layers.front();
   synthetic.model.decoder_layers = options.layers.back();
@@ -104,6 +106,8 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
 // throughput runs.
 int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
   const CommonOptions& common = options.common;
+  SEQTRANS_CHECK(common.devices.indices.size() == 1, "--arrival-rate measures one device; --device {} names {}",
+                 common.text.device, common.devices.indices.size());
   bench::ArrivalOptions arrivals;
   arrivals.translator = common.translator;
   arrivals.input = options.input;
@@ -138,6 +142,7 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
   if (!options.arrival_rates.empty()) return run_arrival_bench(options, run);
   bench::RealOptions real;
   real.translator = common.translator;
+  real.device_indices = common.devices.indices;
   real.input = options.input;
   real.repetitions = {options.runs > 0 ? options.runs : 3, options.warmup >= 0 ? options.warmup : 1, options.profile};
   real.engine = run.engine;
@@ -281,8 +286,7 @@ int run_bench(BenchOptions& options) {
   CommonOptions& common = options.common;
   resolve_common_options(common);
   bench::RunDescription run;
-  run.device = common.translator.device == Device::CPU ? std::string("cpu")
-                                                       : "cuda:" + std::to_string(common.translator.device_index);
+  run.device = describe(common.devices);
   run.dtype = common.translator.dtype;
   run.engine = engine_settings(options);
   run.hardware = resolve_hardware(options, run.hardware_source);

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -21,9 +20,10 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
 
   command.add_option("-m,--model", translator.model_path, "Model file (convert checkpoints with scripts/convert_marian.py)")
       ->capture_default_str();
-  command.add_option("--device", options.device, "auto (GPU when present, else CPU), cpu, cuda or cuda:N")
+  command.add_option("--device", options.text.device, "auto (GPU when present, else CPU), cpu, cuda, cuda:N, or several GPUs: cuda:all or cuda:N,M,... (one "
+                     "engine per GPU, lines dealt to whichever is free, output in input order)")
       ->capture_default_str();
-  command.add_option("--precision", options.precision, "Compute precision: auto (fp16 on GPU, fp32 on CPU), fp16, fp32")
+  command.add_option("--precision", options.text.precision, "Compute precision: auto (fp16 on GPU, fp32 on CPU), fp16, fp32")
       ->check(CLI::IsMember({"auto", "fp16", "fp32"}))
       ->capture_default_str();
   command.add_option("--threads", translator.cpu_threads, "CPU threads for matrix products (0 = all cores)")
@@ -43,13 +43,13 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->capture_default_str();
   options.max_length_option =
       command
-          .add_option("--max-length", options.max_length,
+          .add_option("--max-length", options.text.max_length,
                       "Output token limit A [B]: at most A + B * source_length tokens, EOS included "
                       "(Hugging Face's max_new_tokens=N is --max-length N 0)")
           ->expected(1, 2)
           ->default_str(fmt::format("the model file's max_length - 1 (HF counts the decoder start token), else {} {}",
-                                    options.max_length[0], options.max_length[1]));
-  command.add_option("--force-eos", options.force_eos,
+                                    options.text.max_length[0], options.text.max_length[1]));
+  command.add_option("--force-eos", options.text.force_eos,
                      "The last allowed token is EOS: auto = as the model file's forced_eos_token_id (off "
                      "without one), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
@@ -58,7 +58,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "Source tokens per line; longer lines are truncated with a warning")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
-  command.add_option("--batching", options.batching,
+  command.add_option("--batching", options.text.batching,
                      "iteration: sentences join the running decode at any step, as others finish; shrinking: "
                      "batch after batch, each shrinking as its sentences finish")
       ->check(CLI::IsMember({"iteration", "shrinking"}))
@@ -103,55 +103,15 @@ void log(const CommonOptions& options, LogLevel level, const std::string& messag
 }
 
 void note_device_choice(const CommonOptions& options) {
-  if (options.cpu_fallback)
+  if (options.devices.cpu_fallback)
     log(options, LogLevel::Warning,
         cuda_compiled() ? "no GPU found, translating on the CPU" : "built without CUDA, translating on the CPU");
 }
 
 void resolve_common_options(CommonOptions& options) {
-  TranslatorOptions& translator = options.translator;
-  const std::string& device = options.device;
-  if (device == "auto") {
-    translator.device = cuda_device_count() > 0 ? Device::CUDA : Device::CPU;
-    options.cpu_fallback = translator.device == Device::CPU;
-  } else if (device == "cpu") {
-    translator.device = Device::CPU;
-  } else if (device.rfind("cuda", 0) == 0) {
-    translator.device = Device::CUDA;
-    if (device.size() > 4) {
-      SEQTRANS_CHECK(device[4] == ':' && device.size() > 5 &&
-                         device.find_first_not_of("0123456789", 5) == std::string::npos,
-                     "--device: '{}' is not cpu, cuda or cuda:N", device);
-      translator.device_index = std::stoi(device.substr(5));
-    }
-    SEQTRANS_CHECK(cuda_compiled(), "--device {}: this build of seqtrans has no CUDA support", device);
-    const int count = cuda_device_count();
-    SEQTRANS_CHECK(translator.device_index < count, "--device {}: {} CUDA device(s) found", device, count);
-  } else {
-    throw Error(fmt::format("--device: '{}' is not auto, cpu, cuda or cuda:N", device));
-  }
-
-  if (options.precision == "auto")
-    translator.dtype = translator.device == Device::CUDA ? DataType::F16 : DataType::F32;
-  else
-    translator.dtype = options.precision == "fp16" ? DataType::F16 : DataType::F32;
-  SEQTRANS_CHECK(translator.device == Device::CUDA || translator.dtype == DataType::F32,
-                 "--precision fp16 needs a GPU; the CPU backend computes in fp32");
-
-  translator.batching_mode = options.batching == "shrinking" ? Batching::Shrinking : Batching::Iteration;
-
-  SEQTRANS_CHECK(options.max_length[0] >= 1 && options.max_length[0] == std::floor(options.max_length[0]),
-                 "--max-length: A must be a whole number >= 1, got {}", options.max_length[0]);
-  translator.search.max_length_a = static_cast<int>(options.max_length[0]);
-  translator.search.max_length_b = options.max_length.size() > 1 ? options.max_length[1] : 0.0f;
-  SEQTRANS_CHECK(translator.search.max_length_b >= 0, "--max-length: B must be >= 0");
-  translator.search.force_eos_at_max_length = options.force_eos == "on";
-
-  // What the user left open, the model file's generation defaults fill (see generation_defaults.h).
-  translator.open_settings.beam_size = options.beam_size_option == nullptr || options.beam_size_option->count() == 0;
-  translator.open_settings.max_length =
-      options.max_length_option == nullptr || options.max_length_option->count() == 0;
-  translator.open_settings.forced_eos = options.force_eos == "auto";
+  options.text.beam_size_given = options.beam_size_option != nullptr && options.beam_size_option->count() > 0;
+  options.text.max_length_given = options.max_length_option != nullptr && options.max_length_option->count() > 0;
+  options.devices = resolve_settings(options.text, options.translator);
 }
 
 }  // namespace seqtrans::app

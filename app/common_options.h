@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "translator.h"
+#include "translator_settings.h"
 
 namespace seqtrans::app {
 
@@ -15,25 +16,22 @@ enum class LogLevel { Error, Warning, Info };
 
 struct CommonOptions {
   TranslatorOptions translator;
-  std::string device = "auto";     // auto | cpu | cuda | cuda:N
-  std::string precision = "auto";  // auto | fp32 | fp16
-  std::string batching = "iteration";  // iteration | shrinking
-  std::vector<float> max_length = {256.0f, 0.0f};
-  std::string force_eos = "auto";  // auto (as the model file says) | on | off
+  TextSettings text;  // --device, --precision, --batching, --max-length, --force-eos as written
   // Options whose default may come from the model file: set when the user gave them.
   CLI::Option* beam_size_option = nullptr;
   CLI::Option* max_length_option = nullptr;
   bool quiet = false;
   LogLevel log_level = LogLevel::Warning;
-  // Set when --device auto found no GPU; noted once the model has loaded (an error comes alone).
-  bool cpu_fallback = false;
+  // The devices resolved from --device; a fallback to the CPU is noted once the model has loaded (an
+  // error comes alone).
+  DevicePlan devices;
 };
 
 // Registers the shared flags on `command`, writing into `options`.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
 // Fills translator.device/dtype/search.max_length_*/force_eos and open_settings from the strings and
-// from which options the user gave.
+// from which options the user gave (translator_settings.h), and sets `devices`.
 void resolve_common_options(CommonOptions& options);
 
 // The model used when -m is not given: $SEQTRANS_MODEL, else the bundled demo model.

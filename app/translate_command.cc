@@ -10,6 +10,7 @@
 
 #include "output_file.h"
 #include "progress.h"
+#include "translator_group.h"
 
 namespace seqtrans::app {
 namespace {
@@ -41,7 +42,7 @@ std::string base_name(const std::string& path) {
 
 // Translates everything `reader` yields into `out`, each line written (in input order) as soon as it and
 // the lines before it are translated.
-void translate_stream(Translator& translator, LineReader& reader, std::ostream& out, const TranslateOptions& options,
+void translate_stream(TranslatorGroup& translator, LineReader& reader, std::ostream& out, const TranslateOptions& options,
                       ProgressBar& progress) {
   const auto warn = [&](const std::string& message) { log(options.common, LogLevel::Warning, message); };
   translator.translate_stream([&] { return reader.read_window(); },
@@ -88,7 +89,7 @@ void check_outputs(const TranslateOptions& options) {
 }
 
 // Translates one stream into the output file at `path`, which appears (or changes) only when complete.
-void translate_to_file(Translator& translator, LineReader& reader, const std::string& path,
+void translate_to_file(TranslatorGroup& translator, LineReader& reader, const std::string& path,
                        const TranslateOptions& options, ProgressBar& progress) {
   const std::unique_ptr<OutputTarget> out = open_output(path);
   translate_stream(translator, reader, out->stream(), options, progress);
@@ -106,6 +107,7 @@ CLI::App* add_translate_command(CLI::App& app, TranslateOptions& options) {
       "  seqtrans translate -i a.en b.en --output-dir out/          (writes out/a.en, out/b.en)\n"
       "  seqtrans translate --n-best 3 < input.txt                  (lines: index ||| text ||| score)\n"
       "  seqtrans translate -m opus-mt-en-de.seqtrans --device cpu --threads 8\n"
+      "  seqtrans translate -i big.en -o big.de --device cuda:all    (one engine per GPU)\n"
       "\nOutput: one line per input line, in input order; blank input lines give blank output lines.\n"
       "--with-scores prefixes each line with its score: \"score ||| text\".");
   command->add_option("-i,--input", options.inputs, "Input files (default: stdin)")->check(CLI::ExistingFile);
@@ -131,11 +133,10 @@ int run_translate(TranslateOptions& options) {
   resolve_common_options(common);
 
   const auto start = std::chrono::steady_clock::now();
-  Translator translator(common.translator);
+  TranslatorGroup translator(common.translator, common.devices.indices);
   note_device_choice(common);
   for (const std::string& note : translator.notes()) log(common, LogLevel::Warning, note);
-  log(common, LogLevel::Info,
-      fmt::format("model {} on {}", common.translator.model_path, device_name(common.translator.device)));
+  log(common, LogLevel::Info, fmt::format("model {} on {}", common.translator.model_path, describe(common.devices)));
   log(common, LogLevel::Info, "search: " + translator.search_settings_summary());
   const size_t read_ahead = common.translator.batching.read_ahead;
   const bool show_progress = !common.quiet && ::isatty(STDERR_FILENO) && !options.inputs.empty();
@@ -163,7 +164,7 @@ int run_translate(TranslateOptions& options) {
     }
   }
 
-  const TranslationStats& stats = translator.stats();
+  const TranslationStats stats = translator.stats();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!common.quiet)
     std::cerr << fmt::format("seqtrans: {} sentences, {} source tokens, {} target tokens in {:.2f} s ({:.1f} target tokens/s)\n",

@@ -41,10 +41,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   if (options_.cpu_threads > 0) openblas_set_num_threads(options_.cpu_threads);
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
   // Before anything sized by the beam: the model's num_beams may replace it.
-  setting_sources_ = apply_generation_defaults(file_->generation_defaults(), options_.open_settings, options_.search);
-  SEQTRANS_CHECK(options_.search.num_hypotheses <= options_.search.beam_size, "--n-best {} is larger than the beam size {}",
-                 options_.search.num_hypotheses, options_.search.beam_size);
-  validate_options(options_.search);
+  resolve_search(options_.search, options_.open_settings);
   options_.max_input_length =
       std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
   ReservationInputs reservation_inputs{options_.dtype, options_.batching, options_.search.beam_size,
@@ -61,7 +58,24 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
+  start_decoding();
+}
 
+void Translator::resolve_search(const SearchOptions& search, const OpenSettings& open) {
+  SearchOptions resolved = search;
+  const SettingSources sources = apply_generation_defaults(file_->generation_defaults(), open, resolved);
+  SEQTRANS_CHECK(resolved.num_hypotheses <= resolved.beam_size, "--n-best {} is larger than the beam size {}",
+                 resolved.num_hypotheses, resolved.beam_size);
+  validate_options(resolved);
+  options_.search = resolved;
+  options_.open_settings = open;
+  setting_sources_ = sources;
+}
+
+void Translator::start_decoding() {
+  ops::select_device(options_.device, options_.device_index);
+  stream_interrupted_ = false;
+  scheduler_.reset();  // the old decode's pools go back before the new one reserves its own
   SchedulerOptions scheduling;
   scheduling.batching = options_.batching_mode;
   scheduling.max_sentences = options_.batching.max_batch_size;
@@ -75,6 +89,11 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   reservation.sentences = static_cast<int64_t>(options_.batching.max_batch_size);
   reservation.slots = reservation.sentences * options_.search.beam_size;
   model_->reserve(scheduler_->state(), reservation);  // through the scheduler's state
+}
+
+void Translator::set_search(const SearchOptions& search, const OpenSettings& open) {
+  resolve_search(search, open);
+  start_decoding();
 }
 
 Translator::~Translator() = default;
@@ -111,6 +130,12 @@ Translation Translator::blank_translation() const {
 }
 
 void Translator::translate_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn) {
+  // The caller's thread may be new to this translator (one engine per device, each on its own thread).
+  ops::select_device(options_.device, options_.device_index);
+  // A stream that ended in an exception (an input or output error, a group stopping its engines) left
+  // sentences in the running decode: start a clean one.
+  if (stream_interrupted_) start_decoding();
+  stream_interrupted_ = true;
   // Lines from the first not yet handed to the sink on, in input order; sentence ids count lines.
   struct Pending {
     Line line;
@@ -177,6 +202,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
       ++stats_.sentences;
     }
   }
+  stream_interrupted_ = false;
 }
 
 std::vector<Translation> Translator::translate(const std::vector<Line>& lines, const WarningSink& warn) {

@@ -86,6 +86,11 @@ class Translator {
   // Translates a window of lines; output i belongs to lines[i].
   std::vector<Translation> translate(const std::vector<Line>& lines, const WarningSink& warn = {});
 
+  // Replaces the search settings for later calls; those left open in `open` take the model file's
+  // defaults, as at construction. The running decode is rebuilt for them (its pools, recorded graphs), so
+  // this is for a change of settings between calls, not for every call.
+  void set_search(const SearchOptions& search, const OpenSettings& open);
+
   const TranslationStats& stats() const { return stats_; }
   // The options in effect: the caller's, with the model file's generation defaults applied.
   const TranslatorOptions& options() const { return options_; }
@@ -96,6 +101,10 @@ class Translator {
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
+  // Applies the model file's defaults to the open settings of `search`, checks the result and keeps it.
+  void resolve_search(const SearchOptions& search, const OpenSettings& open);
+  // A new running decode (scheduler, pools) for the current search settings.
+  void start_decoding();
   // Source ids of a line (empty for a blank line), cut to --max-input-length with a warning.
   std::vector<int32_t> source_ids(const Line& line, const WarningSink& warn);
   Translation detokenize(const SearchResult& result);
@@ -109,6 +118,7 @@ class Translator {
   // The running decode, kept for the translator's life: its pools and recorded step graphs serve every
   // call.
   std::unique_ptr<DecodingScheduler> scheduler_;
+  bool stream_interrupted_ = false;  // the last stream ended in an exception: the decode holds its leftovers
   TranslationStats stats_;
   std::vector<std::string> notes_;
 };

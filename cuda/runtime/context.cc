@@ -1,5 +1,6 @@
 #include "cuda/runtime/context.h"
 
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -34,12 +35,12 @@ class Runtime {
     context_.blas_workspace = arena_->allocate(kBlasWorkspaceBytes);
     context_.blas_workspace_bytes = kBlasWorkspaceBytes;
     CUBLAS_CHECK(cublasSetWorkspace(context_.blas, context_.blas_workspace, kBlasWorkspaceBytes));
-    set_allocator(Device::CUDA, arena_.get());
   }
 
   ~Runtime() {
     // Runs at process exit, when the CUDA runtime may already be unloading: ignore failures.
     set_allocator(Device::CUDA, nullptr);
+    cudaSetDevice(context_.device_index);
     if (context_.blas_lt != nullptr) cublasLtDestroy(context_.blas_lt);
     if (context_.blas != nullptr) cublasDestroy(context_.blas);
     if (context_.stream != nullptr) cudaStreamDestroy(context_.stream);
@@ -58,34 +59,64 @@ class Runtime {
   std::unique_ptr<CachingArena> arena_;
 };
 
+// One runtime per device, created on first use and kept until exit. Each thread computes on the device
+// it selected last (one engine per GPU, each on its own thread); a thread that selected none uses the
+// only device when there is just one.
 std::mutex runtime_mutex;
-
-std::unique_ptr<Runtime>& runtime_slot() {
-  static std::unique_ptr<Runtime> runtime;
-  return runtime;
+std::map<int, std::unique_ptr<Runtime>>& runtimes() {
+  static std::map<int, std::unique_ptr<Runtime>> by_device;
+  return by_device;
 }
+thread_local const Runtime* thread_runtime = nullptr;
 
 const Runtime& runtime() {
-  const std::unique_ptr<Runtime>& slot = runtime_slot();
-  SEQTRANS_CHECK(slot != nullptr, "the CUDA backend is not initialized (call cuda::initialize first)");
-  return *slot;
+  if (thread_runtime != nullptr) return *thread_runtime;
+  std::lock_guard<std::mutex> lock(runtime_mutex);
+  const auto& by_device = runtimes();
+  SEQTRANS_CHECK(!by_device.empty(), "the CUDA backend is not initialized (call cuda::initialize first)");
+  SEQTRANS_CHECK(by_device.size() == 1, "{} CUDA devices are in use and this thread selected none (cuda::use_device)",
+                 by_device.size());
+  return *by_device.begin()->second;
+}
+
+// Makes `runtime` the calling thread's device: CUDA's current device, the context, the allocator.
+void make_current(const Runtime& runtime) {
+  CUDA_CHECK(cudaSetDevice(runtime.context().device_index));
+  thread_runtime = &runtime;
+  set_thread_allocator(Device::CUDA, &runtime.arena());
 }
 
 }  // namespace
 
 void initialize(const RuntimeOptions& options) {
-  std::lock_guard<std::mutex> lock(runtime_mutex);
-  std::unique_ptr<Runtime>& slot = runtime_slot();
-  if (slot != nullptr) {
-    SEQTRANS_CHECK(slot->context().device_index == options.device_index,
-                   "the CUDA backend is already initialized on device {}, cannot switch to device {}",
-                   slot->context().device_index, options.device_index);
-    return;
+  std::unique_lock<std::mutex> lock(runtime_mutex);
+  auto& by_device = runtimes();
+  auto found = by_device.find(options.device_index);
+  if (found == by_device.end()) {
+    found = by_device.emplace(options.device_index, std::make_unique<Runtime>(options)).first;
+    // Threads that select no device may only fall back on the one device there is.
+    set_allocator(Device::CUDA, by_device.size() == 1 ? &found->second->arena() : nullptr);
   }
-  slot = std::make_unique<Runtime>(options);
+  const Runtime& selected = *found->second;
+  lock.unlock();
+  make_current(selected);
 }
 
-bool initialized() { return runtime_slot() != nullptr; }
+void use_device(int device_index) {
+  std::unique_lock<std::mutex> lock(runtime_mutex);
+  const auto& by_device = runtimes();
+  const auto found = by_device.find(device_index);
+  SEQTRANS_CHECK(found != by_device.end(), "CUDA device {} is not initialized (call cuda::initialize first)",
+                 device_index);
+  const Runtime& selected = *found->second;
+  lock.unlock();
+  make_current(selected);
+}
+
+bool initialized() {
+  std::lock_guard<std::mutex> lock(runtime_mutex);
+  return !runtimes().empty();
+}
 
 const DeviceContext& context() { return runtime().context(); }
 
@@ -93,10 +124,20 @@ cudaStream_t current_stream() { return runtime().context().stream; }
 
 void synchronize() { CUDA_CHECK(cudaStreamSynchronize(current_stream())); }
 
-size_t free_device_memory(int device_index) {
+size_t available_memory(int device_index) {
+  int previous = 0;
+  CUDA_CHECK(cudaGetDevice(&previous));
   CUDA_CHECK(cudaSetDevice(device_index));
   size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes);
+  CUDA_CHECK(cudaSetDevice(previous));  // the thread keeps computing where it did
+  CUDA_CHECK(status);
+  std::lock_guard<std::mutex> lock(runtime_mutex);
+  const auto found = runtimes().find(device_index);
+  if (found != runtimes().end()) {
+    const MemoryStats stats = found->second->arena().stats();
+    free_bytes += stats.bytes_reserved - stats.bytes_in_use;
+  }
   return free_bytes;
 }
 

@@ -1,4 +1,5 @@
-// The CUDA device this process computes on: its stream, cuBLAS handles, properties and memory arena.
+// The CUDA devices this process computes on: each one's stream, cuBLAS handles, properties and memory
+// arena. Each thread computes on the device it selected last (one engine per GPU, each on its thread).
 #pragma once
 
 #include <cublasLt.h>
@@ -25,15 +26,20 @@ struct DeviceContext {
   cudaDeviceProp properties{};
 };
 
-// Selects the device, creates the stream and the cuBLAS handles and installs the caching allocator for
-// Device::CUDA tensors. A second call with the same device does nothing; another device is an error.
+// Prepares the device once (stream, cuBLAS handles, caching allocator for Device::CUDA tensors) and makes
+// it the calling thread's device. A later call for a device already prepared only selects it (its memory
+// options are those of the first call).
 void initialize(const RuntimeOptions& options = {});
+// Makes a prepared device the calling thread's; throws if initialize() has not run for it.
+void use_device(int device_index);
+// True once any device is prepared.
 bool initialized();
 
-// The context of the initialized device; throws if initialize() has not run.
+// The context of the calling thread's device (the only device when this thread selected none and just
+// one is prepared); throws if there is none.
 const DeviceContext& context();
 
-// The stream every op runs on. It is a blocking stream, so it stays ordered with the synchronous
+// The stream every op of this thread's device runs on. It is a blocking stream, so it stays ordered with the synchronous
 // cudaMemcpy of host <-> device copies (lib/core/device.cc), which run on the legacy default stream.
 cudaStream_t current_stream();
 
@@ -41,8 +47,9 @@ cudaStream_t current_stream();
 void synchronize();
 
 // Counters of the caching allocator (cudaMalloc calls, bytes in use, peak).
-// Bytes the device has free now (cudaMemGetInfo), asked before or after initialization.
-size_t free_device_memory(int device_index);
+// Bytes a new working set could take on the device: what it has free (cudaMemGetInfo) plus what its arena
+// holds unused, asked before or after initialization.
+size_t available_memory(int device_index);
 MemoryStats memory_stats();
 
 // The caching allocator itself (private pools for CUDA graphs).

@@ -52,7 +52,8 @@ struct LtPlan {
   bool usable = false;
 };
 
-using LtKey = std::tuple<int64_t, int64_t, int64_t, bool, int>;
+// (device, m, n, k, transposed, epilogue): an algorithm is chosen for one device's properties.
+using LtKey = std::tuple<int, int64_t, int64_t, int64_t, bool, int>;
 
 LtPlan make_plan(const GemmProblem& p, GemmEpilogue epilogue) {
   LtPlan plan;
@@ -94,11 +95,12 @@ LtPlan make_plan(const GemmProblem& p, GemmEpilogue epilogue) {
 
 bool gemm_row_major_with_bias(const GemmProblem& p, const void* bias, GemmEpilogue epilogue, cudaStream_t stream) {
   if (p.dtype != DataType::F16 || p.output_dtype != DataType::F16 || p.m == 0 || p.n == 0 || p.k == 0) return false;
-  // One process-wide cache; plans live until exit (a few dozen shapes per model).
+  // One process-wide cache; plans live until exit (a few dozen shapes per model and device). The lock
+  // also covers the call: the bias pointer is set on the shared plan.
   static std::mutex mutex;
   static std::map<LtKey, LtPlan> plans;
   std::lock_guard<std::mutex> lock(mutex);
-  const LtKey key{p.m, p.n, p.k, p.transpose_b == TransposeB::Yes, static_cast<int>(epilogue)};
+  const LtKey key{context().device_index, p.m, p.n, p.k, p.transpose_b == TransposeB::Yes, static_cast<int>(epilogue)};
   auto found = plans.find(key);
   if (found == plans.end()) found = plans.emplace(key, make_plan(p, epilogue)).first;
   LtPlan& plan = found->second;

@@ -44,24 +44,26 @@ std::vector<std::vector<Line>> read_windows(const std::string& path, size_t read
   return windows;
 }
 
-// Translators by engine setting, each loaded once, outside any timing.
+// Translators (one engine per device) by engine setting, each loaded once, outside any timing.
 class TranslatorPool {
  public:
-  explicit TranslatorPool(const TranslatorOptions& base) : base_(base) {}
+  TranslatorPool(const TranslatorOptions& base, const std::vector<int>& device_indices)
+      : base_(base), device_indices_(device_indices) {}
 
-  Translator& get(const EngineSettings& settings) {
+  TranslatorGroup& get(const EngineSettings& settings) {
     for (auto& [key, translator] : translators_)
       if (key == settings) return *translator;
     TranslatorOptions options = base_;
     apply(settings, options.model, options.search);
     options.batching_mode = settings.batching;
-    translators_.emplace_back(settings, std::make_unique<Translator>(options));
+    translators_.emplace_back(settings, std::make_unique<TranslatorGroup>(options, device_indices_));
     return *translators_.back().second;
   }
 
  private:
   TranslatorOptions base_;
-  std::vector<std::pair<EngineSettings, std::unique_ptr<Translator>>> translators_;
+  std::vector<int> device_indices_;
+  std::vector<std::pair<EngineSettings, std::unique_ptr<TranslatorGroup>>> translators_;
 };
 
 // Timed passes over the file under different engine settings.
@@ -71,8 +73,8 @@ class FileMeasurements {
       : translators_(translators), windows_(std::move(windows)), repetitions_(repetitions) {}
 
   // One pass over the file; `translations` (when given) receives the output in input order.
-  RealRun run(Translator& translator, std::vector<Translation>* translations) {
-    const TranslationStats before = translator.stats();
+  RealRun run(TranslatorGroup& translator, std::vector<Translation>* translations) {
+    const std::vector<TranslationStats> before = translator.engine_stats();
     if (translations) translations->clear();
     const auto start = Clock::now();
     // The whole file as one stream, as `translate` reads it: with iteration-level batching, sentences of
@@ -85,14 +87,17 @@ class FileMeasurements {
         });
     RealRun run;
     run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    run.stats = difference(translator.stats(), before);
+    const std::vector<TranslationStats> after = translator.engine_stats();
+    std::vector<TranslationStats> added;
+    for (size_t engine = 0; engine < after.size(); ++engine) added.push_back(difference(after[engine], before[engine]));
+    run.stats = sum(added);
     return run;
   }
 
   // Timed passes; `runs` receives every timed pass, `translations` the last one's output.
   TimingSummary time(const EngineSettings& settings, std::vector<RealRun>& runs,
                      std::vector<Translation>& translations) {
-    Translator& translator = translators_.get(settings);
+    TranslatorGroup& translator = translators_.get(settings);
     int pass = 0;
     const TimingSummary summary = summarize(time_runs(repetitions_, [&] {
       RealRun timed = run(translator, &translations);
@@ -104,8 +109,8 @@ class FileMeasurements {
 
   // With and without the idea, passes timed alternately.
   AblationResult ablate(const Ablation& ablation) {
-    Translator& with_idea = translators_.get(ablation.with_idea);
-    Translator& without_idea = translators_.get(ablation.without_idea);
+    TranslatorGroup& with_idea = translators_.get(ablation.with_idea);
+    TranslatorGroup& without_idea = translators_.get(ablation.without_idea);
     const auto [with_seconds, without_seconds] = time_interleaved(
         repetitions_, [&] { return run(with_idea, nullptr).seconds; },
         [&] { return run(without_idea, nullptr).seconds; });
@@ -113,7 +118,7 @@ class FileMeasurements {
   }
 
   StageProfile profile(const EngineSettings& settings) {
-    Translator& translator = translators_.get(settings);
+    TranslatorGroup& translator = translators_.get(settings);
     return profile_run([&](double& seconds) {
       const RealRun pass = run(translator, nullptr);
       seconds = pass.seconds;
@@ -145,10 +150,10 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   for (const auto& window : windows) report.lines += window.size();
   SEQTRANS_CHECK(report.lines > 0, "benchmark: '{}' has no lines", options.input);
 
-  TranslatorPool translators(options.translator);
+  TranslatorPool translators(options.translator, options.device_indices);
   RealResult& result = report.result;
   auto start = Clock::now();
-  Translator& base = translators.get(options.engine);
+  TranslatorGroup& base = translators.get(options.engine);
   result.startup_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   start = Clock::now();
   base.translate({windows.front().front()});

@@ -13,12 +13,13 @@
 #include "bench/measurement.h"
 #include "bench/memory.h"
 #include "batching/line_reader.h"
-#include "translator.h"
+#include "translator_group.h"
 
 namespace seqtrans::bench {
 
 struct RealOptions {
   TranslatorOptions translator;  // model, device, precision, search and batching as `translate` takes them
+  std::vector<int> device_indices = {0};  // one engine per device (translator_group.h)
   std::string input;             // the text file, one sentence per line
   Repetitions repetitions = {3, 1, false};
   EngineSettings engine;

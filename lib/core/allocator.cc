@@ -22,19 +22,30 @@ class HostAllocator : public Allocator {
 
 HostAllocator host_allocator;
 Allocator* cuda_allocator = nullptr;
+thread_local Allocator* thread_cuda_allocator = nullptr;
 
 }  // namespace
 
 Allocator& allocator_for(Device device) {
   if (device == Device::CPU) return host_allocator;
-  SEQTRANS_CHECK(cuda_allocator != nullptr, "no CUDA allocator installed (CUDA backend not initialized)");
-  return *cuda_allocator;
+  Allocator* allocator = thread_cuda_allocator != nullptr ? thread_cuda_allocator : cuda_allocator;
+  SEQTRANS_CHECK(allocator != nullptr,
+                 "no CUDA allocator for this thread (CUDA backend not initialized, or several GPUs and none "
+                 "selected on this thread)");
+  return *allocator;
 }
 
 Allocator* set_allocator(Device device, Allocator* allocator) {
   SEQTRANS_CHECK(device == Device::CUDA, "the host allocator cannot be replaced");
   Allocator* previous = cuda_allocator;
   cuda_allocator = allocator;
+  return previous;
+}
+
+Allocator* set_thread_allocator(Device device, Allocator* allocator) {
+  SEQTRANS_CHECK(device == Device::CUDA, "the host allocator cannot be replaced");
+  Allocator* previous = thread_cuda_allocator;
+  thread_cuda_allocator = allocator;
   return previous;
 }
 

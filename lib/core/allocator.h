@@ -16,10 +16,16 @@ class Allocator {
   virtual void deallocate(void* pointer, size_t bytes) = 0;
 };
 
-// The allocator that new tensors on `device` use. The CUDA one is installed by the CUDA runtime.
+// The allocator that new tensors on `device` use on the calling thread: for CUDA, the thread's own
+// device's (set_thread_allocator), else the process-wide one. The CUDA runtime installs both.
 Allocator& allocator_for(Device device);
 
-// Lets the CUDA runtime (or a test) install the allocator for a device; returns the previous one.
+// Lets the CUDA runtime (or a test) install the process-wide allocator for a device; returns the
+// previous one.
 Allocator* set_allocator(Device device, Allocator* allocator);
+
+// The calling thread's allocator for `device` (with several GPUs, each engine thread computes on its
+// own); null falls back to the process-wide one. Returns the previous one.
+Allocator* set_thread_allocator(Device device, Allocator* allocator);
 
 }  // namespace seqtrans

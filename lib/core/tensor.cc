@@ -23,13 +23,13 @@ int64_t shape_elements(const Shape& shape) {
 }
 
 Storage::Storage(Device device, size_t bytes)
-    : device_(device), data_(allocator_for(device).allocate(bytes)), bytes_(bytes), owned_(true) {}
+    : device_(device), allocator_(&allocator_for(device)), data_(allocator_->allocate(bytes)), bytes_(bytes) {}
 
 Storage::Storage(Device device, void* borrowed, size_t bytes)
-    : device_(device), data_(borrowed), bytes_(bytes), owned_(false) {}
+    : device_(device), allocator_(nullptr), data_(borrowed), bytes_(bytes) {}
 
 Storage::~Storage() {
-  if (owned_) allocator_for(device_).deallocate(data_, bytes_);
+  if (allocator_ != nullptr) allocator_->deallocate(data_, bytes_);
 }
 
 Tensor::Tensor(const Shape& shape, DataType dtype, Device device)

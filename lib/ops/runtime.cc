@@ -27,12 +27,17 @@ void initialize_device(Device device, int device_index, size_t reserve_bytes) {
 size_t available_device_memory(Device device, int device_index) {
   if (device == Device::CPU) return std::numeric_limits<size_t>::max();
 #ifdef SEQTRANS_WITH_CUDA
-  size_t available = cuda::free_device_memory(device_index);
-  if (cuda::initialized()) {
-    const cuda::MemoryStats stats = cuda::memory_stats();
-    available += stats.bytes_reserved - stats.bytes_in_use;
-  }
-  return available;
+  return cuda::available_memory(device_index);
+#else
+  (void)device_index;
+  throw Error("this build of seqtrans has no CUDA support");
+#endif
+}
+
+void select_device(Device device, int device_index) {
+  if (device == Device::CPU) return;
+#ifdef SEQTRANS_WITH_CUDA
+  cuda::use_device(device_index);
 #else
   (void)device_index;
   throw Error("this build of seqtrans has no CUDA support");

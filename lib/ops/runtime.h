@@ -9,13 +9,17 @@
 
 namespace seqtrans::ops {
 
-// Selects and prepares the device (stream, BLAS handles, memory arena with `reserve_bytes` taken up
+// Prepares the device and selects it for the calling thread (stream, BLAS handles, memory arena with `reserve_bytes` taken up
 // front so that translation itself allocates nothing). A no-op for the CPU.
 void initialize_device(Device device, int device_index, size_t reserve_bytes);
 
 // Bytes a new working set could take on the device: what it has free plus what the arena holds unused.
 // SIZE_MAX for the CPU (host memory is not budgeted).
 size_t available_device_memory(Device device, int device_index);
+
+// Makes an initialized device the calling thread's: with several GPUs each engine computes on its own
+// thread, and every op of that thread then runs on its device. A no-op for the CPU.
+void select_device(Device device, int device_index);
 
 struct DeviceMemory {
   int64_t reservations = 0;   // device allocations made (cudaMalloc calls)

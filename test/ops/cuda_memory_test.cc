@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 
 #include "core/device.h"
 #include "cuda/kernels/cuda_ops.h"
@@ -122,9 +123,53 @@ TEST_CASE("cuda runtime: a second initialize on the same device is a no-op", "[g
   cuda::initialize();
   CHECK(cuda::current_stream() == stream);
   CHECK(cuda::context().properties.multiProcessorCount > 0);
-  cuda::RuntimeOptions other;
-  other.device_index = cuda::context().device_index + 1;
-  CHECK_THROWS_AS(cuda::initialize(other), Error);
+  cuda::RuntimeOptions missing;
+  missing.device_index = cuda_device_count();  // one past the last device
+  CHECK_THROWS_AS(cuda::initialize(missing), Error);
+  CHECK(cuda::current_stream() == stream);
+}
+
+// The device a pointer lives on, as the driver sees it.
+int pointer_device(const void* pointer) {
+  cudaPointerAttributes attributes{};
+  REQUIRE(cudaPointerGetAttributes(&attributes, pointer) == cudaSuccess);
+  return attributes.device;
+}
+
+TEST_CASE("cuda runtime: each thread computes on the device it selected", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  if (cuda_device_count() < 2) {
+    WARN("one GPU: the two-device case is skipped");
+    return;
+  }
+  const cudaStream_t first_stream = cuda::current_stream();
+  Tensor made_on_second;
+  int64_t second_in_use = 0;
+  std::thread second([&] {
+    cuda::RuntimeOptions options;
+    options.device_index = 1;
+    cuda::initialize(options);
+    CHECK(cuda::context().device_index == 1);
+    CHECK(cuda::current_stream() != first_stream);
+    made_on_second = random_floats({64, 64}).to(Device::CUDA);
+    CHECK(pointer_device(made_on_second.raw()) == 1);
+    second_in_use = static_cast<int64_t>(cuda::memory_stats().bytes_in_use);
+    // An op on this thread runs on device 1 with device 1's stream.
+    Tensor copy({64, 64}, DataType::F32, Device::CUDA);
+    ops::copy(made_on_second, copy);
+    CHECK(copy.to_float_vector() == made_on_second.to_float_vector());
+  });
+  second.join();
+  // This thread still computes on device 0.
+  CHECK(cuda::context().device_index == 0);
+  CHECK(cuda::current_stream() == first_stream);
+  const Tensor here = random_floats({8, 8}).to(Device::CUDA);
+  CHECK(pointer_device(here.raw()) == 0);
+  // A tensor freed on another thread goes back to the arena it came from.
+  made_on_second = Tensor();
+  cuda::use_device(1);
+  CHECK(static_cast<int64_t>(cuda::memory_stats().bytes_in_use) < second_in_use);
+  cuda::use_device(0);
 }
 
 #endif

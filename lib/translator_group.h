@@ -1,0 +1,65 @@
+// TranslatorGroup: one Translator per device behind one front end. Input is dealt in mini-batches to
+// whichever engine has room for more, and translations come back in input order. With one device the
+// engine runs on the caller's thread, exactly as a Translator alone.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "translator.h"
+
+namespace seqtrans {
+
+// Counters added up; sentence_seconds one after the other.
+TranslationStats sum(const std::vector<TranslationStats>& parts);
+
+class TranslatorGroup {
+ public:
+  // One engine per entry of `device_indices`, all on options.device (options.device_index is replaced).
+  // Engines load in parallel. On the CPU the indices only name the engines (tests run two CPU engines).
+  // With several engines each reads ahead less than options.batching.read_ahead (see engine_read_ahead),
+  // so that no engine holds work another could be doing when the input ends.
+  TranslatorGroup(const TranslatorOptions& options, const std::vector<int>& device_indices);
+  ~TranslatorGroup();
+  TranslatorGroup(const TranslatorGroup&) = delete;
+  TranslatorGroup& operator=(const TranslatorGroup&) = delete;
+
+  // As Translator::translate_stream. With several engines each runs on a thread of its own and pulls the
+  // next deal_size() lines whenever its read-ahead has room, so a faster or less loaded engine takes
+  // more. `sink` runs on the caller's thread, in input order; `warn` on engine threads, one at a time.
+  void translate_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn = {});
+  // Translates a window of lines; output i belongs to lines[i].
+  std::vector<Translation> translate(const std::vector<Line>& lines, const WarningSink& warn = {});
+  // As Translator::set_search, on every engine.
+  void set_search(const SearchOptions& search, const OpenSettings& open);
+
+  size_t engines() const { return engines_.size(); }
+  // Lines handed to an engine at a time (several engines).
+  size_t deal_size() const { return deal_size_; }
+  // Summed over the engines (sentence_seconds: all of them, engine by engine).
+  TranslationStats stats() const { return sum(engine_stats()); }
+  // Each engine's, in the order of the device indices.
+  std::vector<TranslationStats> engine_stats() const;
+  // The first engine's: every engine has the same model and settings.
+  const TranslatorOptions& options() const { return engines_.front()->options(); }
+  std::string search_settings_summary() const { return engines_.front()->search_settings_summary(); }
+  const ModelFile& model_file() const { return engines_.front()->model_file(); }
+  // Start-up notes (a budget lowered to fit memory): the first engine's; with several GPUs, each engine
+  // fits its own device, and the first one speaks for them.
+  const std::vector<std::string>& notes() const { return engines_.front()->notes(); }
+
+ private:
+  void deal_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn);
+
+  std::vector<std::unique_ptr<Translator>> engines_;
+  size_t deal_size_ = 0;
+  size_t max_outstanding_ = 0;  // lines dealt and not yet handed to the sink, at most
+};
+
+// The read-ahead of each engine in a group of `engines`: the whole read_ahead for one; for several, four
+// batches' worth (at most read_ahead), so that each keeps its decoder full while the input's tail is
+// shared out evenly.
+size_t engine_read_ahead(const BatchingOptions& batching, size_t engines);
+
+}  // namespace seqtrans
