@@ -29,8 +29,6 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
 void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
                                 Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query,
                                 cudaStream_t stream);
-// Slots whose position is outside the cache are left unwritten (the CPU throws).
-void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions, cudaStream_t stream);
 // Out-of-range indices give zero rows (the CPU throws).
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream);
 // Any dtype; one cudaMemcpyAsync on the stream (graph capturable). src and dst must not overlap.

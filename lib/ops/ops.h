@@ -99,10 +99,6 @@ void copy_prefix(const Tensor& src, Tensor& dst);
 // dst [P, m' >= m, ...] with equal trailing extents: sentences' encoder memory moved into a pool's rows.
 void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);
 
-// cache[s, positions[s], :] = values[s, :], in place. cache: [slots, capacity, d]; values: [slots, d];
-// positions: [slots] int32.
-void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions);
-
 // out[i] = x[indices[i]] along the first axis. x: [n, ...]; indices: [m] int32 -> [m, ...].
 Tensor gather_rows(const Tensor& x, const Tensor& indices);
 

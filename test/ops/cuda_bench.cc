@@ -97,7 +97,7 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       report(std::string("attention decode step 320 slots x ~100 keys d512 h8 ") + type, time, bytes);
     }
     // The same step reading each key through a history table of random rows (beams reordered many times),
-    // then the fused append that feeds it against the three launches it replaces.
+    // then the fused append that feeds it.
     {
       const int64_t slots = 320, capacity = 256, d = 512;
       const Tensor query = device_floats({slots, 1, d}, dtype);
@@ -116,12 +116,6 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       const double fused = median_microseconds(
           [&] { ops::append_self_attention_step(qkv, bias, positions, keys, values, history); });
       report(std::string("append_self_attention_step 320 x 512 ") + type, fused, step_bytes);
-      const double separate = median_microseconds([&] {
-        const std::vector<Tensor> parts = ops::add_bias_split(qkv, bias, 3);
-        ops::kv_cache_write(keys, parts[1], positions);
-        ops::kv_cache_write(values, parts[2], positions);
-      });
-      report(std::string("add_bias_split + 2 kv_cache_write 320 x 512 ") + type, separate, step_bytes);
     }
     // Cross-attention step: 5 beams of each of 64 sentences share its memory of ~100 tokens (key_rows [b]).
     {
