@@ -106,19 +106,21 @@ Tensor gather_rows(const Tensor& x, const Tensor& indices);
 // suppressed ids set to -inf after normalization (Hugging Face's order), and the k best log-probs with
 // their ids, best first, ties to the lower id -- without writing the normalized row anywhere.
 // values: [rows, k] fp32; ids: [rows, k] int32, both on the logits' device.
+// How the k best of a row are found; every method is exact (ties to the lower id). The CPU always scans.
 enum class TopkAlgorithm {
-  Auto,            // the fastest exact method for the shape
-  FullScan,        // one pass keeping a running k-best (CUDA: radix select)
-  Hierarchical,    // retrieve-then-rerank: group maxima give a threshold, only groups above it are re-read
+  Auto,          // CUDA: Hierarchical where the vocabulary makes enough groups, else FullScan
+  FullScan,      // CUDA radix select: a histogram of each key's top bits bounds the k-th best, one more pass
+                 // gathers the candidates
+  Hierarchical,  // retrieve-then-rerank: group maxima give a threshold, only groups above it are re-read
 };
+inline constexpr int kMaxDeviceTopk = 64;  // the GPU's largest k (beam search asks for 2 x beam)
 struct TopkOptions {
-  int k = 1;
-  const Tensor* bias = nullptr;            // [V]
-  const Tensor* suppressed_ids = nullptr;  // [n] int32
+  int k = 1;                               // 1 <= k <= V, and <= kMaxDeviceTopk on the GPU; 1 is a fused argmax
+  const Tensor* bias = nullptr;            // [V], the logits' dtype or fp32
+  const Tensor* suppressed_ids = nullptr;  // [n] int32, set to -inf after normalization
   TopkAlgorithm algorithm = TopkAlgorithm::Auto;
 };
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& ids);
-inline constexpr int kMaxDeviceTopk = 64;
 
 // Element type conversion (fp32 <-> fp16), on the tensor's device.
 Tensor convert(const Tensor& x, DataType dtype);

@@ -208,13 +208,13 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       const Tensor logits = device_floats({rows, vocab}, dtype, -8.0f, 8.0f);
       const Tensor bias = device_floats({vocab}, dtype);
       const double bytes = rows * vocab * element;
-      using A = cuda::TopkAlgorithm;
-      const std::pair<A, const char*> algorithms[] = {{A::RadixSelect, "radix"}, {A::GroupThreshold, "group"}};
+      using A = ops::TopkAlgorithm;
+      const std::pair<A, const char*> algorithms[] = {{A::FullScan, "radix"}, {A::Hierarchical, "group"}};
       for (int k : {1, 10, 64})
         for (const auto& [algorithm, name] : algorithms) {
-          if (k == 1 && algorithm == A::GroupThreshold) continue;  // k = 1 is the argmax kernel either way
+          if (k == 1 && algorithm == A::Hierarchical) continue;  // k = 1 is the argmax kernel either way
           Tensor values({rows, k}, DataType::F32, Device::CUDA), indices({rows, k}, DataType::I32, Device::CUDA);
-          cuda::TopkOptions options;
+          ops::TopkOptions options;
           options.k = k;
           options.bias = &bias;
           options.algorithm = algorithm;
