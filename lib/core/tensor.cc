@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/allocator.h"
@@ -23,13 +25,21 @@ int64_t shape_elements(const Shape& shape) {
 }
 
 Storage::Storage(Device device, size_t bytes)
-    : device_(device), data_(allocator_for(device).allocate(bytes)), bytes_(bytes), owned_(true) {}
+    : device_(device), allocator_(&allocator_for(device)), data_(allocator_->allocate(bytes)), bytes_(bytes) {}
 
 Storage::Storage(Device device, void* borrowed, size_t bytes)
-    : device_(device), data_(borrowed), bytes_(bytes), owned_(false) {}
+    : device_(device), allocator_(nullptr), data_(borrowed), bytes_(bytes) {}
 
 Storage::~Storage() {
-  if (owned_) allocator_for(device_).deallocate(data_, bytes_);
+  if (allocator_ == nullptr) return;
+  try {
+    allocator_->deallocate(data_, bytes_);
+  } catch (const std::exception& error) {
+    // Only a bug gets here (memory returned to an allocator that never handed it out, or twice): a
+    // destructor cannot throw, and going on would corrupt the allocator's free lists.
+    std::fprintf(stderr, "seqtrans: internal error: %s\n", error.what());
+    std::abort();
+  }
 }
 
 Tensor::Tensor(const Shape& shape, DataType dtype, Device device)

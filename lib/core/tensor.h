@@ -14,11 +14,13 @@
 namespace seqtrans {
 
 using Shape = std::vector<int64_t>;
+class Allocator;
 
 std::string shape_string(const Shape& shape);
 int64_t shape_elements(const Shape& shape);
 
-// Owns (or borrows) one block of memory; freed through its allocator when the last view goes away.
+// Owns (or borrows) one block of memory; freed when the last view goes away, through the allocator it
+// came from (the current one for its device may have been replaced since).
 class Storage {
  public:
   Storage(Device device, size_t bytes);                  // allocates
@@ -33,9 +35,9 @@ class Storage {
 
  private:
   Device device_;
+  Allocator* allocator_;  // null for borrowed memory
   void* data_;
   size_t bytes_;
-  bool owned_;
 };
 
 class Tensor {

@@ -67,7 +67,7 @@ void run_representative_step(const std::vector<Tensor>& weights) {
   ops::bias_activation(hidden, qkv_bias, Activation::Relu);
   const Tensor logits = ops::matmul(step, output);
   Tensor values({slots, 10}, DataType::F32, Device::CUDA), indices({slots, 10}, DataType::I32, Device::CUDA);
-  cuda::TopkOptions topk;
+  ops::TopkOptions topk;
   topk.k = 10;
   cuda::log_softmax_topk(logits, topk, values, indices, cuda::current_stream());
   cuda::synchronize();
@@ -116,6 +116,17 @@ TEST_CASE("cuda arena: an impossible reservation fails with one clear line", "[g
   // The device is still usable afterwards.
   const Tensor small = random_floats({4, 4}).to(Device::CUDA);
   CHECK(small.to_float_vector().size() == 16);
+}
+
+TEST_CASE("cuda arena: a pointer it did not hand out, or a second free, is an error", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  cuda::CachingArena arena(0, {});
+  int foreign = 0;
+  CHECK_THROWS_AS(arena.deallocate(&foreign, sizeof(foreign)), Error);
+  void* block = arena.allocate(1000);
+  arena.deallocate(block, 1000);
+  CHECK_THROWS_AS(arena.deallocate(block, 1000), Error);
+  CHECK(arena.stats().bytes_in_use == 0);
 }
 
 TEST_CASE("cuda runtime: a second initialize on the same device is a no-op", "[gpu]") {
