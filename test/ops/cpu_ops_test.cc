@@ -3,8 +3,10 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 
 #include "catch.h"
+#include "core/error.h"
 #include "cpu/cpu_ops.h"
 #include "ops/ops.h"
 #include "support/random_tensor.h"
@@ -29,6 +31,21 @@ std::vector<float> naive_layer_norm(std::vector<double> row, const std::vector<f
   for (size_t i = 0; i < row.size(); ++i)
     out.push_back(static_cast<float>((row[i] - mean) / std::sqrt(variance + epsilon) * gamma[i] + beta[i]));
   return out;
+}
+
+// A view of `host`'s memory labelled CUDA: it stands for a device operand without a GPU. Front ends must
+// refuse it before any kernel reads it.
+Tensor labelled_cuda(const Tensor& host) { return Tensor::borrow(host.raw(), host.shape(), host.dtype(), Device::CUDA); }
+
+// The message of the seqtrans::Error that `call` throws; empty when it throws none.
+template <typename Call>
+std::string error_of(Call call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -232,4 +249,33 @@ TEST_CASE("log_softmax_topk equals a full sort of the normalized row, with ties 
       }
     }
   }
+}
+
+TEST_CASE("front ends refuse operands on another device or of another dtype than the input", "[ops]") {
+  const Tensor x = random_floats({3, 8}), gamma = random_floats({8}), beta = random_floats({8});
+  const Tensor beta_on_gpu = labelled_cuda(beta), int_beta = random_ints({8}, 0, 3);
+  CHECK(error_of([&] { ops::layer_norm(x, {gamma, beta_on_gpu, 1e-5f}); }).find("beta") != std::string::npos);
+  CHECK(error_of([&] { ops::layer_norm(x, {gamma, int_beta, 1e-5f}); }).find("beta") != std::string::npos);
+  const Tensor residual_on_gpu = labelled_cuda(x);
+  CHECK(error_of([&] { ops::add_bias_residual_layer_norm(x, beta, residual_on_gpu, {gamma, beta, 1e-5f}); })
+            .find("residual") != std::string::npos);
+  const Tensor qkv = random_floats({3, 12}), bias_on_gpu = labelled_cuda(random_floats({12}));
+  CHECK(error_of([&] { ops::add_bias_split(qkv, bias_on_gpu, 3); }).find("bias") != std::string::npos);
+
+  const Tensor query = random_floats({2, 1, 8}), keys = random_floats({2, 4, 8}), values = random_floats({2, 4, 8});
+  const Tensor lengths = Tensor::from_ints({2}, {4, 2});
+  const ops::AttentionOptions options{2, 0.5f};
+  const Tensor values_on_gpu = labelled_cuda(values), lengths_on_gpu = labelled_cuda(lengths);
+  CHECK_THROWS_AS(ops::attention(query, keys, values_on_gpu, lengths, options), Error);
+  CHECK_THROWS_AS(ops::attention(query, keys, values, lengths_on_gpu, options), Error);
+  CHECK_NOTHROW(ops::attention(query, keys, values, lengths, options));
+
+  const Tensor ids = Tensor::from_ints({2}, {1, 0}), positions = Tensor::from_ints({2}, {0, 1});
+  const Tensor table = random_floats({4, 8}), positions_on_gpu = labelled_cuda(positions);
+  CHECK_THROWS_AS(ops::embed(ids, positions_on_gpu, table, {}), Error);
+  ops::EmbeddingOptions learned;
+  learned.positions = PositionEncoding::Learned;
+  const Tensor int_position_table = random_ints({4, 8}, 0, 3);
+  learned.position_table = &int_position_table;
+  CHECK(error_of([&] { ops::embed(ids, positions, table, learned); }).find("position table") != std::string::npos);
 }
