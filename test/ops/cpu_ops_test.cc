@@ -73,6 +73,15 @@ TEST_CASE("matmul rejects mismatched inner dimensions", "[ops]") {
   CHECK_THROWS_AS(ops::matmul(random_floats({2, 3}), random_floats({4, 5})), Error);
 }
 
+TEST_CASE("matmul refuses an extent past BLAS's int instead of wrapping it", "[ops]") {
+  // Views of a few floats that claim 2^31 columns: the check must come before BLAS reads anything.
+  std::vector<float> few(16, 0.0f);
+  const int64_t wide = int64_t{1} << 31;
+  const Tensor a = Tensor::borrow(few.data(), {1, wide}, DataType::F32, Device::CPU);
+  const Tensor b = Tensor::borrow(few.data(), {1, wide}, DataType::F32, Device::CPU);
+  CHECK(error_of([&] { ops::matmul(a, b); }).find("exceeds the BLAS limit") != std::string::npos);
+}
+
 TEST_CASE("add_bias and bias_activation match their formulas", "[ops]") {
   const Tensor x = random_floats({5, 12}, -4.0f, 4.0f);
   const Tensor bias = random_floats({12});
