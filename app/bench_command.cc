@@ -88,7 +88,7 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
 
   const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
   const bench::SyntheticReport report = bench::run_synthetic(synthetic, progress);
-  note_device_choice(common);
+  note_setup_choices(common);
   print_synthetic_report(std::cout, run, report);
 
   std::vector<bench::Row> results, ablation_rows;
@@ -114,7 +114,7 @@ int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
   run.model = common.translator.model_path;
   const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
   const std::vector<bench::ArrivalResult> results = bench::run_arrivals(arrivals, progress);
-  note_device_choice(common);
+  note_setup_choices(common);
   print_arrival_report(std::cout, run, results);
   std::vector<bench::Row> rows;
   for (const bench::ArrivalResult& result : results) rows.push_back(bench::arrival_row(result));
@@ -150,7 +150,7 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
 
   const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
   const bench::RealReport report = bench::run_real(real, progress);
-  note_device_choice(common);
+  note_setup_choices(common);
   print_real_report(std::cout, run, report, common.translator);
 
   if (!options.output.empty()) {

@@ -132,7 +132,7 @@ int run_translate(TranslateOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   Translator translator(common.translator);
-  note_device_choice(common);
+  note_setup_choices(common);
   log(common, LogLevel::Info,
       fmt::format("model {} on {}", common.translator.model_path, device_name(common.translator.device)));
   log(common, LogLevel::Info, "search: " + translator.search_settings_summary());

@@ -13,6 +13,12 @@ namespace seqtrans::ops {
 // front so that translation itself allocates nothing). A no-op for the CPU.
 void initialize_device(Device device, int device_index, size_t reserve_bytes);
 
+// Whether set_cpu_threads can choose the CPU backend's thread count: the BLAS library this build links
+// must offer a call for it (OpenBLAS and BLIS do; CBLAS itself has none).
+bool cpu_threads_settable();
+// Threads for the CPU backend's matrix products (threads >= 1); nothing where !cpu_threads_settable().
+void set_cpu_threads(int threads);
+
 struct DeviceMemory {
   int64_t reservations = 0;   // device allocations made (cudaMalloc calls)
   size_t bytes_reserved = 0;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "cpu/cpu_ops.h"
 #include "ops/ops.h"
+#include "ops/runtime.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
@@ -80,6 +81,14 @@ TEST_CASE("matmul refuses an extent past BLAS's int instead of wrapping it", "[o
   const Tensor a = Tensor::borrow(few.data(), {1, wide}, DataType::F32, Device::CPU);
   const Tensor b = Tensor::borrow(few.data(), {1, wide}, DataType::F32, Device::CPU);
   CHECK(error_of([&] { ops::matmul(a, b); }).find("exceeds the BLAS limit") != std::string::npos);
+}
+
+TEST_CASE("the BLAS thread count is settable (OpenBLAS, as the setup scripts install) and at least 1", "[ops]") {
+  CHECK(ops::cpu_threads_settable());
+  CHECK_THROWS_AS(ops::set_cpu_threads(0), Error);
+  ops::set_cpu_threads(1);
+  const Tensor product = ops::matmul(random_floats({4, 8}), random_floats({3, 8}));
+  CHECK(product.shape() == Shape{4, 3});
 }
 
 TEST_CASE("add_bias and bias_activation match their formulas", "[ops]") {
