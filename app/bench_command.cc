@@ -10,7 +10,8 @@
 namespace seqtrans::app {
 namespace {
 
-// Hardware ceilings measured on an H200 (docs/BENCHMARKS.md): cuBLAS fp16 GEMM and a device-to-device copy.
+// Hardware ceilings measured on an H200 (docs/BENCHMARKS.md, "Hardware ceilings"): cuBLAS fp16 GEMM and a
+// device-to-device copy (bytes read + written); test/ops/cuda_bench.cc "[ceilings]" measures them anywhere.
 constexpr double kH200Fp16Tflops = 764;
 constexpr double kH200BandwidthGbs = 4270;
 

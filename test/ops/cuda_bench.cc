@@ -240,4 +240,24 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
               stats.peak_bytes_in_use / 1048576.0);
 }
 
+// The two ceilings `seqtrans bench` divides by (docs/BENCHMARKS.md, "Hardware ceilings"): a large cuBLAS
+// fp16 GEMM, and a device-to-device copy counting the bytes read plus the bytes written. Both far exceed the
+// L2 cache, so repeated runs do not measure it.
+TEST_CASE("hardware ceilings: fp16 GEMM rate and device copy bandwidth", "[.][cuda_bench][ceilings]") {
+  if (std::getenv("SEQTRANS_CUDA_BENCH") == nullptr || !testing::gpu_available()) return;
+  const int64_t size = 8192;
+  const Tensor a = device_floats({size, size}, DataType::F16), b = device_floats({size, size}, DataType::F16);
+  const double gemm = median_microseconds([&] { ops::matmul(a, b); });
+  const double tflops = 2.0 * size * size * size / (gemm * 1e6);
+  const int64_t copy_elements = int64_t{1} << 28;  // 1 GiB of fp32
+  const Tensor source = device_floats({copy_elements}, DataType::F32);
+  Tensor target({copy_elements}, DataType::F32, Device::CUDA);
+  const double copy = median_microseconds([&] { ops::copy(source, target); });
+  const double gbs = 2.0 * static_cast<double>(copy_elements) * sizeof(float) / (copy * 1e3);
+  std::printf("ceilings on %s: fp16 GEMM %dx%dx%d %.0f TFLOP/s, device copy of 1 GiB %.0f GB/s\n",
+              cuda::context().properties.name, static_cast<int>(size), static_cast<int>(size), static_cast<int>(size),
+              tflops, gbs);
+  std::printf("seqtrans bench --peak-tflops %.0f --peak-bandwidth-gbs %.0f\n", tflops, gbs);
+}
+
 #endif
