@@ -10,7 +10,8 @@
 namespace seqtrans::app {
 namespace {
 
-// Hardware ceilings measured on an H200 (docs/BENCHMARKS.md): cuBLAS fp16 GEMM and a device-to-device copy.
+// Hardware ceilings measured on an H200 (docs/BENCHMARKS.md, "Hardware ceilings"): cuBLAS fp16 GEMM and a
+// device-to-device copy (bytes read + written); test/ops/cuda_bench.cc "[ceilings]" measures them anywhere.
 constexpr double kH200Fp16Tflops = 764;
 constexpr double kH200BandwidthGbs = 4270;
 
@@ -90,7 +91,7 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
 
   const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
   const bench::SyntheticReport report = bench::run_synthetic(synthetic, progress);
-  note_device_choice(common);
+  note_setup_choices(common);
   print_synthetic_report(std::cout, run, report);
 
   std::vector<bench::Row> results, ablation_rows;
@@ -118,7 +119,7 @@ int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
   run.model = common.translator.model_path;
   const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
   const std::vector<bench::ArrivalResult> results = bench::run_arrivals(arrivals, progress);
-  note_device_choice(common);
+  note_setup_choices(common);
   print_arrival_report(std::cout, run, results);
   std::vector<bench::Row> rows;
   for (const bench::ArrivalResult& result : results) rows.push_back(bench::arrival_row(result));
@@ -155,7 +156,7 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
 
   const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
   const bench::RealReport report = bench::run_real(real, progress);
-  note_device_choice(common);
+  note_setup_choices(common);
   print_real_report(std::cout, run, report, common.translator);
 
   if (!options.output.empty()) {

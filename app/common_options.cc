@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 
+#include "ops/runtime.h"
+
 namespace seqtrans::app {
 
 std::string default_model_path() {
@@ -102,10 +104,12 @@ void log(const CommonOptions& options, LogLevel level, const std::string& messag
   std::cerr << "seqtrans: " << message << '\n';
 }
 
-void note_device_choice(const CommonOptions& options) {
+void note_setup_choices(const CommonOptions& options) {
   if (options.devices.cpu_fallback)
     log(options, LogLevel::Warning,
         cuda_compiled() ? "no GPU found, translating on the CPU" : "built without CUDA, translating on the CPU");
+  if (options.translator.cpu_threads > 0 && !ops::cpu_threads_settable())
+    log(options, LogLevel::Warning, "--threads is ignored: the BLAS library of this build has no thread setting");
 }
 
 void resolve_common_options(CommonOptions& options) {

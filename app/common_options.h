@@ -37,8 +37,9 @@ void resolve_common_options(CommonOptions& options);
 // The model used when -m is not given: $SEQTRANS_MODEL, else the bundled demo model.
 std::string default_model_path();
 
-// Prints the note that --device auto fell back to the CPU, if it did.
-void note_device_choice(const CommonOptions& options);
+// Prints the notes on what the run will not do as asked: --device auto fell back to the CPU, or
+// --threads is ignored by this build's BLAS.
+void note_setup_choices(const CommonOptions& options);
 
 // Prints "seqtrans: <message>" on stderr when `level` is enabled.
 void log(const CommonOptions& options, LogLevel level, const std::string& message);

@@ -134,7 +134,7 @@ int run_translate(TranslateOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   TranslatorGroup translator(common.translator, common.devices.indices);
-  note_device_choice(common);
+  note_setup_choices(common);
   for (const std::string& note : translator.notes()) log(common, LogLevel::Warning, note);
   log(common, LogLevel::Info, fmt::format("model {} on {}", common.translator.model_path, describe(common.devices)));
   log(common, LogLevel::Info, "search: " + translator.search_settings_summary());

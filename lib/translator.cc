@@ -12,8 +12,6 @@
 #include "text/tokenizer.h"
 #include "text/unicode.h"
 
-extern "C" void openblas_set_num_threads(int threads);
-
 namespace seqtrans {
 namespace {
 
@@ -38,7 +36,7 @@ TokenizerSpec tokenizer_spec(const ModelFile& file) {
 Translator::Translator(const TranslatorOptions& options) : options_(options) {
   validate(options_.batching);
   SEQTRANS_CHECK(options_.max_input_length >= 1, "--max-input-length must be at least 1");
-  if (options_.cpu_threads > 0) openblas_set_num_threads(options_.cpu_threads);
+  if (options_.cpu_threads > 0) ops::set_cpu_threads(options_.cpu_threads);
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
   // Before anything sized by the beam: the model's num_beams may replace it.
   resolve_search(options_.search, options_.open_settings);

@@ -5,6 +5,9 @@
 # Usage on the device machine: scripts/gpu_check.sh [stage...]
 #   stages: build test memcheck racecheck kernels bleu bench peers (default: build test memcheck bleu bench)
 # Each device call runs at most 10 minutes: split the stages over calls (build is kept while the machine stays warm).
+# Files not in the repository (docs/DATA.md says where to get them): bleu reads
+# $DATA_DIR/test_2016_flickr.{en,de} (default .gpu/multi30k) and is skipped without them; peers needs
+# .gpu/demo_checkpoint (scripts/train_demo.py's checkpoint/) and .gpu/newstest2014.en.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/seqtrans-gpu-out}

@@ -79,16 +79,14 @@ GOLDEN_SETS = {
 
 
 def default_data_dir():
-    for candidate in (os.path.join(REPO, "..", "shared", "data"), os.path.join(REPO, ".data")):
-        if os.path.isdir(os.path.join(candidate, "wmt-newstest-en-de")):
-            return os.path.normpath(candidate)
-    return os.path.join(REPO, ".data")
+    """$SEQTRANS_DATA, else .data/ in the repository (docs/DATA.md: layout and where to get the corpora)."""
+    return os.environ.get("SEQTRANS_DATA", os.path.join(REPO, ".data"))
 
 
 def read_lines(data_dir, relative):
     path = os.path.join(data_dir, relative)
     if not os.path.isfile(path):
-        sys.exit(f"make_golden: error: {path}: file not found (pass --data DIR)")
+        sys.exit(f"make_golden: error: {path}: file not found (pass --data DIR; docs/DATA.md says where to get it)")
     with open(path, encoding="utf-8") as text_file:
         return [line.rstrip("\n") for line in text_file]
 
@@ -360,7 +358,7 @@ def main():
                         + "; ".join(f"{name}: {','.join(entry[0] for entry in sets)}" for name, sets in GOLDEN_SETS.items())
                         + ")")
     parser.add_argument("--data", default=default_data_dir(), help="data directory (multi30k/, wmt-newstest-en-de/, "
-                        "tatoeba-manythings-en-de/)")
+                        "tatoeba-manythings-en-de/; default $SEQTRANS_DATA, else .data/; see docs/DATA.md)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--checkpoint", help="reuse this checkpoint of the model instead of creating one")
     parser.add_argument("--train-steps", type=int, help="training steps (default: the model's, see CHECKPOINTS)")

@@ -44,10 +44,8 @@ def log(message):
 
 
 def default_data_dir():
-    for candidate in (os.path.join(REPO, "..", "shared", "data"), os.path.join(REPO, ".data")):
-        if os.path.isdir(os.path.join(candidate, "multi30k")):
-            return os.path.normpath(candidate)
-    return os.path.join(REPO, ".data")
+    """$SEQTRANS_DATA, else .data/ in the repository (docs/DATA.md: layout and where to get the corpora)."""
+    return os.environ.get("SEQTRANS_DATA", os.path.join(REPO, ".data"))
 
 
 def read_pairs(data_dir, stem):
@@ -55,7 +53,7 @@ def read_pairs(data_dir, stem):
     for side in ("en", "de"):
         path = os.path.join(data_dir, f"{stem}.{side}")
         if not os.path.isfile(path):
-            sys.exit(f"train_demo: error: {path}: file not found (pass --data DIR)")
+            sys.exit(f"train_demo: error: {path}: file not found (pass --data DIR; docs/DATA.md says where to get it)")
         with open(path, encoding="utf-8") as text_file:
             pairs.append([" ".join(line.split()) for line in text_file])
     if len(pairs[0]) != len(pairs[1]):
@@ -340,7 +338,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--data", default=default_data_dir(),
-                        help="data directory with multi30k/ and tatoeba-manythings-en-de/")
+                        help="data directory with multi30k/ and tatoeba-manythings-en-de/ (default $SEQTRANS_DATA, "
+                        "else .data/; see docs/DATA.md)")
     parser.add_argument("--minutes", type=float, default=7.0, help="wall-clock training budget")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="demo")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")

@@ -1,7 +1,7 @@
 // append_self_attention_step: qkv [s, 3d] + bias split into the query [s, d] and the key and value rows of
 // the caches [rows, capacity, d] at (cache row, positions[slot]), plus history[slot, positions[slot]] = that
-// cache row (the slot itself, or cache_rows[slot] for a pool); one launch replaces add_bias_split and two
-// kv_cache_writes.
+// cache row (the slot itself, or cache_rows[slot] for a pool); one launch instead of a bias split and two
+// cache writes.
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 

@@ -29,8 +29,6 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
 void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
                                 Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query,
                                 cudaStream_t stream);
-// Slots whose position is outside the cache are left unwritten (the CPU throws).
-void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions, cudaStream_t stream);
 // Out-of-range indices give zero rows (the CPU throws).
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream);
 // Any dtype; one cudaMemcpyAsync on the stream (graph capturable). src and dst must not overlap.
@@ -45,26 +43,12 @@ void convert(const Tensor& x, Tensor& out, cudaStream_t stream);
 
 // ---- fused output layer ----
 
-// How log_softmax_topk finds the k best of a row (all exact, ties to the lower index).
-enum class TopkAlgorithm {
-  Auto,            // GroupThreshold where it applies, else RadixSelect
-  RadixSelect,     // pass 1: normalizer + histogram of the top key bits; pass 2: gather the candidates
-  GroupThreshold,  // pass 1: normalizer + max of each group of 64; read again only groups that can win
-};
-
-struct TopkOptions {
-  int k = 1;                               // 1 <= k <= 64 and k <= V; k = 1 is a fused argmax
-  const Tensor* bias = nullptr;            // [V], the logits' dtype or fp32
-  const Tensor* suppressed_ids = nullptr;  // [n] int32, set to -inf after normalization (Hugging Face order)
-  TopkAlgorithm algorithm = TopkAlgorithm::Auto;
-};
-
-constexpr int kMaxTopk = 64;
-
 // Per row of logits [rows, V]: z = logits + bias, log-probs z - logsumexp(z), and the k best of them,
 // best first, ties to the lower index, -inf entries (masked or suppressed) ordered like any other value.
 // values: [rows, k] fp32; indices: [rows, k] int32. Equals a full sort's first k exactly.
-void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& indices,
+// The options and their TopkAlgorithm are the front end's (lib/ops/ops.h): FullScan is the radix select,
+// Hierarchical the group threshold below.
+void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& indices,
                       cudaStream_t stream);
 
 // ---- sampling output layer ----

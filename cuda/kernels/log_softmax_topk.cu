@@ -5,11 +5,11 @@
 // the complemented index, so one 64-bit comparison orders by value and then by lower index: the result
 // equals a full sort's first k, ties and -inf included.
 //
-// Filters (TopkAlgorithm):
-// - GroupThreshold (retrieve and rerank): the max of each group of 64; the k-th largest group max T
+// Filters (ops::TopkAlgorithm):
+// - Hierarchical, a group threshold (retrieve and rerank): the max of each group of 64; the k-th largest group max T
 //   bounds the k-th best element from below, so only groups whose max >= T are read again, and only their
 //   elements >= T are candidates.
-// - RadixSelect: a histogram of each key's top 11 bits; the bin holding the k-th best bounds it from
+// - FullScan, a radix select: a histogram of each key's top 11 bits; the bin holding the k-th best bounds it from
 //   below; the second pass reads the whole row.
 // When the candidates overflow shared memory (e.g. thousands of -inf ties), the block falls back to an
 // exact radix select over the row: 3 histogram passes on the key, up to 3 on the index, one gather.
@@ -246,7 +246,7 @@ __device__ __forceinline__ void append_candidate(TopkShared& shared, uint32_t ke
 template <typename T, typename B, int N, bool kGroups>
 __global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArguments<T, B> args) {
   __shared__ TopkShared shared;
-  extern __shared__ uint32_t group_max[];  // [groups], GroupThreshold only
+  extern __shared__ uint32_t group_max[];  // [groups], Hierarchical only
   const int64_t row_index = blockIdx.x;
   const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
   const int vocab = args.vocab, k = args.k;
@@ -465,7 +465,7 @@ int group_count(int vocab) {
 }
 
 template <typename T, typename B, int N>
-void launch_topk(const TopkArguments<T, B>& args, int64_t rows, TopkAlgorithm algorithm, cudaStream_t stream) {
+void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorithm algorithm, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(rows);
   const int chunks = args.k == 1 ? argmax_chunks(rows, args.vocab / N) : 1;
   if (chunks > 1) {
@@ -482,10 +482,10 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, TopkAlgorithm al
     const int groups = group_count<N>(args.vocab);
     const size_t group_bytes = sizeof(uint32_t) * static_cast<size_t>(groups);
     const bool groups_fit = groups >= args.k && group_bytes <= kMaxGroupBytes;
-    if (algorithm == TopkAlgorithm::GroupThreshold)
-      SEQTRANS_CHECK(groups_fit, "log_softmax_topk: a vocabulary of {} makes {} groups, GroupThreshold needs {} to {}",
+    if (algorithm == ops::TopkAlgorithm::Hierarchical)
+      SEQTRANS_CHECK(groups_fit, "log_softmax_topk: a vocabulary of {} makes {} groups, the group threshold needs {} to {}",
                      args.vocab, groups, args.k, kMaxGroupBytes / sizeof(uint32_t));
-    if (algorithm != TopkAlgorithm::RadixSelect && groups_fit)
+    if (algorithm != ops::TopkAlgorithm::FullScan && groups_fit)
       log_softmax_topk_kernel<T, B, N, true><<<blocks, kThreads, group_bytes, stream>>>(args);
     else
       log_softmax_topk_kernel<T, B, N, false><<<blocks, kThreads, 0, stream>>>(args);
@@ -494,7 +494,7 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, TopkAlgorithm al
 }
 
 template <typename T, typename B>
-void dispatch_width(const TopkArguments<T, B>& args, int64_t rows, TopkAlgorithm algorithm, cudaStream_t stream) {
+void dispatch_width(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorithm algorithm, cudaStream_t stream) {
   constexpr int kWidth = kVectorWidth<T>;
   // Vector loads need every row, and the bias, to start on a vector boundary.
   const bool vectorized = args.vocab % kWidth == 0 && is_aligned(args.logits, sizeof(T) * kWidth) &&
@@ -506,7 +506,7 @@ void dispatch_width(const TopkArguments<T, B>& args, int64_t rows, TopkAlgorithm
 }
 
 template <typename T, typename B>
-void launch_log_softmax_topk(const Tensor& logits, const TopkOptions& options, const uint32_t* suppressed,
+void launch_log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, const uint32_t* suppressed,
                              Tensor& values, Tensor& indices, cudaStream_t stream) {
   TopkArguments<T, B> args;
   args.logits = logits.data<T>();
@@ -521,7 +521,7 @@ void launch_log_softmax_topk(const Tensor& logits, const TopkOptions& options, c
 
 }  // namespace
 
-void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& indices,
+void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& indices,
                       cudaStream_t stream) {
   const char* op = "log_softmax_topk";
   check_on_device(op, "logits", logits);
@@ -529,8 +529,8 @@ void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& 
   SEQTRANS_CHECK(logits.dtype() == DataType::F32 || logits.dtype() == DataType::F16, "{}: logits must be fp32 or fp16",
                  op);
   const int64_t rows = logits.dim(0), vocab = logits.dim(1);
-  SEQTRANS_CHECK(options.k >= 1 && options.k <= kMaxTopk && options.k <= vocab,
-                 "{}: k = {} must be in [1, min({}, vocabulary {})]", op, options.k, kMaxTopk, vocab);
+  SEQTRANS_CHECK(options.k >= 1 && options.k <= ops::kMaxDeviceTopk && options.k <= vocab,
+                 "{}: k = {} must be in [1, min({}, vocabulary {})]", op, options.k, ops::kMaxDeviceTopk, vocab);
   SEQTRANS_CHECK(vocab < (int64_t{1} << 31), "{}: vocabulary {} is too large", op, vocab);
   SEQTRANS_CHECK(rows <= context().properties.maxGridSize[0], "{}: {} rows exceed the grid limit", op, rows);
   for (const Tensor* output : {&values, &indices}) {

@@ -110,7 +110,10 @@ void CachingArena::deallocate(void* pointer, size_t) {
   if (pointer == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = live_blocks_.find(pointer);
-  if (it == live_blocks_.end()) return;  // not ours; never seen in practice, and a destructor must not throw
+  // Storage frees through the allocator it came from, so a pointer not live here is a double free or a
+  // stray pointer: putting it on a free list would hand the same memory out twice.
+  SEQTRANS_CHECK(it != live_blocks_.end(), "CUDA arena of device {}: {} was not handed out by it, or was freed twice",
+                 device_index_, pointer);
   // Work queued on the one stream that still reads this block runs before any later use of it, which is
   // queued behind it on the same stream: the block may be reused at once.
   const auto pool = free_blocks_.find(it->second.pool);

@@ -35,6 +35,7 @@ class CachingArena : public Allocator {
   CachingArena& operator=(const CachingArena&) = delete;
 
   void* allocate(size_t bytes) override;
+  // Throws for a pointer this arena did not hand out or that is already free.
   void deallocate(void* pointer, size_t bytes) override;
   MemoryStats stats() const;
 

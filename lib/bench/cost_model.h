@@ -1,4 +1,4 @@
-// The hardware floor of a translation run (/work/.library/device/METHOD.md): the floating-point
+// The hardware floor of a translation run (docs/BENCHMARKS.md, "The floor"): the floating-point
 // operations of the matrix products and the fewest bytes that must cross device memory, each over the
 // device's measured peak. The larger of the two times is the floor; measured time / floor is "x of floor".
 #pragma once

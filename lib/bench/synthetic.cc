@@ -15,8 +15,6 @@
 #include "ops/runtime.h"
 #include "search/search.h"
 
-extern "C" void openblas_set_num_threads(int threads);
-
 namespace seqtrans::bench {
 namespace {
 
@@ -184,7 +182,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
   const ModelShape shape = model_shape(report.config);
   const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.dtype));
 
-  if (options.cpu_threads > 0) openblas_set_num_threads(options.cpu_threads);
+  if (options.cpu_threads > 0) ops::set_cpu_threads(options.cpu_threads);
   // The allocator grows during the warm-up runs, outside the timings.
   ops::initialize_device(options.device, options.device_index, /*reserve_bytes=*/0);
   const ModelFile file = make_random_model(report.config, RandomModelOptions{options.seed, 0.05f});

@@ -13,6 +13,7 @@ class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual void* allocate(size_t bytes) = 0;
+  // May throw for a pointer it never handed out (a bug: Storage then stops the process).
   virtual void deallocate(void* pointer, size_t bytes) = 0;
 };
 

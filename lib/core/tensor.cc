@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/allocator.h"
@@ -29,7 +31,15 @@ Storage::Storage(Device device, void* borrowed, size_t bytes)
     : device_(device), allocator_(nullptr), data_(borrowed), bytes_(bytes) {}
 
 Storage::~Storage() {
-  if (allocator_ != nullptr) allocator_->deallocate(data_, bytes_);
+  if (allocator_ == nullptr) return;
+  try {
+    allocator_->deallocate(data_, bytes_);
+  } catch (const std::exception& error) {
+    // Only a bug gets here (memory returned to an allocator that never handed it out, or twice): a
+    // destructor cannot throw, and going on would corrupt the allocator's free lists.
+    std::fprintf(stderr, "seqtrans: internal error: %s\n", error.what());
+    std::abort();
+  }
 }
 
 Tensor::Tensor(const Shape& shape, DataType dtype, Device device)

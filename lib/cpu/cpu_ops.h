@@ -21,7 +21,6 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
 // Throws before writing anything when a position is outside the cache.
 void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
                                 Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query);
-void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions);
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
 // Any dtype (bytes are copied).
 void copy(const Tensor& src, Tensor& dst);

@@ -1,13 +1,24 @@
 #include <cblas.h>
 
+#include <climits>
+
 #include "cpu/cpu_ops.h"
 
 namespace seqtrans::cpu {
+namespace {
+
+// CBLAS takes int extents: a larger one must fail here, not wrap into a negative size.
+int blas_extent(int64_t extent, const char* name) {
+  SEQTRANS_CHECK(extent <= INT_MAX, "matmul: {} = {} exceeds the BLAS limit of {}", name, extent, INT_MAX);
+  return static_cast<int>(extent);
+}
+
+}  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options) {
-  const int m = static_cast<int>(a.dim(0));
-  const int k = static_cast<int>(a.dim(1));
-  const int n = static_cast<int>(c.dim(1));
+  const int m = blas_extent(a.dim(0), "m");
+  const int k = blas_extent(a.dim(1), "k");
+  const int n = blas_extent(c.dim(1), "n");
   if (m == 0 || n == 0) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, options.transpose_b ? CblasTrans : CblasNoTrans, m, n, k, options.alpha,
               a.data<float>(), k, b.data<float>(), options.transpose_b ? k : n, 0.0f, c.data<float>(), n);

@@ -8,7 +8,7 @@ void add_bias(Tensor& x, const Tensor& bias) {
   check_float("add_bias", "x", x);
   check_rank("add_bias", "bias", bias, 1);
   check_extent("add_bias", "bias", bias, 0, x.dim(1));
-  check_same_device("add_bias", x, bias);
+  check_like("add_bias", "bias", bias, x);
   const ProfileScope profile("other kernels");
   switch (x.device()) {
     case Device::CPU: cpu::add_bias(x, bias); break;

@@ -8,6 +8,7 @@ std::vector<Tensor> add_bias_split(const Tensor& x, const Tensor& bias, int part
   check_float("add_bias_split", "x", x);
   check_rank("add_bias_split", "bias", bias, 1);
   check_extent("add_bias_split", "bias", bias, 0, x.dim(1));
+  check_like("add_bias_split", "bias", bias, x);
   SEQTRANS_CHECK(parts >= 1 && x.dim(1) % parts == 0, "add_bias_split: width {} is not divisible into {} parts",
                  x.dim(1), parts);
   std::vector<Tensor> outputs;

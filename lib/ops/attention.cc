@@ -5,7 +5,7 @@ namespace seqtrans::ops {
 namespace {
 
 // key_rows: [b] int32 (one batch row of keys per query row) or [b, T] int32 (one per key, tq = 1).
-void check_key_rows(const Tensor& key_rows, const Tensor& query, const Tensor& keys) {
+void check_key_rows(const Tensor& key_rows, const Tensor& query) {
   SEQTRANS_CHECK(key_rows.defined(), "attention: key_rows is undefined");
   SEQTRANS_CHECK(key_rows.rank() == 1 || key_rows.rank() == 2,
                  "attention: key_rows must have rank 1 [b] or 2 [b, tk], got shape {}",
@@ -36,7 +36,7 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
   if (options.key_rows == nullptr)
     check_extent("attention", "keys", keys, 0, query.dim(0));
   else
-    check_key_rows(*options.key_rows, query, keys);
+    check_key_rows(*options.key_rows, query);
   check_extent("attention", "keys", keys, 2, query.dim(2));
   check_rank("attention", "key_lengths", key_lengths, 1);
   check_dtype("attention", "key_lengths", key_lengths, DataType::I32);
@@ -44,6 +44,8 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
   SEQTRANS_CHECK(options.num_heads >= 1 && query.dim(2) % options.num_heads == 0,
                  "attention: width {} is not divisible by {} heads", query.dim(2), options.num_heads);
   check_same_device("attention", query, keys);
+  check_same_device("attention", query, values);
+  check_same_device("attention", query, key_lengths);
   Tensor out(query.shape(), query.dtype(), query.device());
   const ProfileScope profile("attention");
   switch (query.device()) {

@@ -25,6 +25,12 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
                  device_name(a.device()), device_name(b.device()));
 }
 
+void check_like(const char* op, const char* operand, const Tensor& x, const Tensor& reference) {
+  SEQTRANS_CHECK(x.device() == reference.device() && x.dtype() == reference.dtype(),
+                 "{}: {} is {} on {}, the input is {} on {}", op, operand, dtype_name(x.dtype()),
+                 device_name(x.device()), dtype_name(reference.dtype()), device_name(reference.device()));
+}
+
 void check_extent(const char* op, const char* operand, const Tensor& x, int axis, int64_t expected) {
   SEQTRANS_CHECK(x.dim(axis) == expected, "{}: {} has extent {} on axis {}, expected {} (shape {})", op, operand,
                  x.dim(axis), axis, expected, shape_string(x.shape()));

@@ -21,6 +21,8 @@ void check_rank(const char* op, const char* operand, const Tensor& x, int rank);
 void check_dtype(const char* op, const char* operand, const Tensor& x, DataType dtype);
 void check_float(const char* op, const char* operand, const Tensor& x);
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+// `x` has `reference`'s device and dtype: an op's weights (bias, gamma, beta, tables) share its input's.
+void check_like(const char* op, const char* operand, const Tensor& x, const Tensor& reference);
 void check_extent(const char* op, const char* operand, const Tensor& x, int axis, int64_t expected);
 
 }  // namespace seqtrans::ops

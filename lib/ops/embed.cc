@@ -12,9 +12,12 @@ Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, co
   check_rank("embed", "table", table, 2);
   check_float("embed", "table", table);
   check_same_device("embed", ids, table);
+  check_same_device("embed", positions, table);
   if (options.positions == PositionEncoding::Learned) {
     SEQTRANS_CHECK(options.position_table != nullptr, "embed: learned positions need a position table");
+    check_rank("embed", "position table", *options.position_table, 2);
     check_extent("embed", "position table", *options.position_table, 1, table.dim(1));
+    check_like("embed", "position table", *options.position_table, table);
   }
   Tensor out({ids.dim(0), table.dim(1)}, table.dtype(), table.device());
   const ProfileScope profile("other kernels");

@@ -11,7 +11,8 @@ void check_norm(const char* op, const Tensor& x, const LayerNormWeights& norm) {
   check_rank(op, "beta", norm.beta, 1);
   check_extent(op, "gamma", norm.gamma, 0, x.dim(1));
   check_extent(op, "beta", norm.beta, 0, x.dim(1));
-  check_same_device(op, x, norm.gamma);
+  check_like(op, "gamma", norm.gamma, x);
+  check_like(op, "beta", norm.beta, x);
 }
 
 }  // namespace
@@ -22,6 +23,8 @@ Tensor add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const T
   check_norm(op, x, norm);
   check_rank(op, "bias", bias, 1);
   check_extent(op, "bias", bias, 0, x.dim(1));
+  check_like(op, "bias", bias, x);
+  check_like(op, "residual", residual, x);
   SEQTRANS_CHECK(residual.shape() == x.shape(), "{}: residual shape {} differs from x shape {}", op,
                  shape_string(residual.shape()), shape_string(x.shape()));
   Tensor out(x.shape(), x.dtype(), x.device());

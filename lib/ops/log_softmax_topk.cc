@@ -3,23 +3,6 @@
 
 namespace seqtrans::ops {
 
-#ifdef SEQTRANS_WITH_CUDA
-namespace {
-
-cuda::TopkOptions cuda_options(const TopkOptions& options) {
-  cuda::TopkOptions converted;
-  converted.k = options.k;
-  converted.bias = options.bias;
-  converted.suppressed_ids = options.suppressed_ids;
-  converted.algorithm = options.algorithm == TopkAlgorithm::FullScan       ? cuda::TopkAlgorithm::RadixSelect
-                        : options.algorithm == TopkAlgorithm::Hierarchical ? cuda::TopkAlgorithm::GroupThreshold
-                                                                           : cuda::TopkAlgorithm::Auto;
-  return converted;
-}
-
-}  // namespace
-#endif
-
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& ids) {
   check_rank("log_softmax_topk", "logits", logits, 2);
   check_float("log_softmax_topk", "logits", logits);
@@ -48,7 +31,7 @@ void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& 
   const ProfileScope profile("output layer");
   switch (logits.device()) {
     case Device::CPU: cpu::log_softmax_topk(logits, options, values, ids); break;
-    case Device::CUDA: SEQTRANS_ON_CUDA(log_softmax_topk, logits, cuda_options(options), values, ids); break;
+    case Device::CUDA: SEQTRANS_ON_CUDA(log_softmax_topk, logits, options, values, ids); break;
   }
 }
 

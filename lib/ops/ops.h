@@ -99,10 +99,6 @@ void copy_prefix(const Tensor& src, Tensor& dst);
 // dst [P, m' >= m, ...] with equal trailing extents: sentences' encoder memory moved into a pool's rows.
 void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);
 
-// cache[s, positions[s], :] = values[s, :], in place. cache: [slots, capacity, d]; values: [slots, d];
-// positions: [slots] int32.
-void kv_cache_write(Tensor& cache, const Tensor& values, const Tensor& positions);
-
 // out[i] = x[indices[i]] along the first axis. x: [n, ...]; indices: [m] int32 -> [m, ...].
 Tensor gather_rows(const Tensor& x, const Tensor& indices);
 
@@ -110,19 +106,21 @@ Tensor gather_rows(const Tensor& x, const Tensor& indices);
 // suppressed ids set to -inf after normalization (Hugging Face's order), and the k best log-probs with
 // their ids, best first, ties to the lower id -- without writing the normalized row anywhere.
 // values: [rows, k] fp32; ids: [rows, k] int32, both on the logits' device.
+// How the k best of a row are found; every method is exact (ties to the lower id). The CPU always scans.
 enum class TopkAlgorithm {
-  Auto,            // the fastest exact method for the shape
-  FullScan,        // one pass keeping a running k-best (CUDA: radix select)
-  Hierarchical,    // retrieve-then-rerank: group maxima give a threshold, only groups above it are re-read
+  Auto,          // CUDA: Hierarchical where the vocabulary makes enough groups, else FullScan
+  FullScan,      // CUDA radix select: a histogram of each key's top bits bounds the k-th best, one more pass
+                 // gathers the candidates
+  Hierarchical,  // retrieve-then-rerank: group maxima give a threshold, only groups above it are re-read
 };
+inline constexpr int kMaxDeviceTopk = 64;  // the GPU's largest k (beam search asks for 2 x beam)
 struct TopkOptions {
-  int k = 1;
-  const Tensor* bias = nullptr;            // [V]
-  const Tensor* suppressed_ids = nullptr;  // [n] int32
+  int k = 1;                               // 1 <= k <= V, and <= kMaxDeviceTopk on the GPU; 1 is a fused argmax
+  const Tensor* bias = nullptr;            // [V], the logits' dtype or fp32
+  const Tensor* suppressed_ids = nullptr;  // [n] int32, set to -inf after normalization
   TopkAlgorithm algorithm = TopkAlgorithm::Auto;
 };
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& ids);
-inline constexpr int kMaxDeviceTopk = 64;
 
 // One row's sampling settings, packed into int32 words for the device ([rows, kSamplingRowWords]).
 // Hugging Face's warpers in HF's order: temperature, then top-k, top-p and min-p.

@@ -8,7 +8,27 @@
 
 #include "core/error.h"
 
+#ifdef SEQTRANS_BLAS_THREADS
+// The library's own setter, found by CMake (its header may not be the cblas.h we include).
+extern "C" void SEQTRANS_BLAS_THREADS(int threads);
+#endif
+
 namespace seqtrans::ops {
+
+bool cpu_threads_settable() {
+#ifdef SEQTRANS_BLAS_THREADS
+  return true;
+#else
+  return false;
+#endif
+}
+
+void set_cpu_threads(int threads) {
+  SEQTRANS_CHECK(threads >= 1, "CPU threads must be at least 1, got {}", threads);
+#ifdef SEQTRANS_BLAS_THREADS
+  SEQTRANS_BLAS_THREADS(threads);
+#endif
+}
 
 void initialize_device(Device device, int device_index, size_t reserve_bytes) {
   if (device == Device::CPU) return;

@@ -21,6 +21,12 @@ size_t available_device_memory(Device device, int device_index);
 // thread, and every op of that thread then runs on its device. A no-op for the CPU.
 void select_device(Device device, int device_index);
 
+// Whether set_cpu_threads can choose the CPU backend's thread count: the BLAS library this build links
+// must offer a call for it (OpenBLAS and BLIS do; CBLAS itself has none).
+bool cpu_threads_settable();
+// Threads for the CPU backend's matrix products (threads >= 1); nothing where !cpu_threads_settable().
+void set_cpu_threads(int threads);
+
 struct DeviceMemory {
   int64_t reservations = 0;   // device allocations made (cudaMalloc calls)
   size_t bytes_reserved = 0;

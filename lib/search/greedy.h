@@ -57,7 +57,4 @@ class GreedySentence : public OnePathSentence {
   bool force_eos_at_max_length_;
 };
 
-// Highest-scoring id of a row; the lowest id on exact ties (torch.argmax); -1 when no score is finite.
-int32_t argmax_id(ScoreRow row);
-
 }  // namespace seqtrans

@@ -132,8 +132,21 @@ TEST_CASE("attention rejects bad key_rows", "[ops]") {
   CHECK_THROWS_AS(ops::attention(query, keys, values, lengths, attention_options(1, 1.0f)), Error);
 }
 
-TEST_CASE("append_self_attention_step equals add_bias_split and two kv_cache_writes, and records the slot",
-          "[ops]") {
+namespace {
+
+// The reference for one cache: cache[s, positions[s], :] = rows[s, :].
+void write_rows(Tensor& cache, const Tensor& rows, const std::vector<int32_t>& positions) {
+  const int64_t capacity = cache.dim(1), width = cache.dim(2);
+  const std::vector<float> values = rows.to_float_vector();
+  float* out = cache.data<float>();
+  for (size_t s = 0; s < positions.size(); ++s)
+    for (int64_t c = 0; c < width; ++c)
+      out[(static_cast<int64_t>(s) * capacity + positions[s]) * width + c] = values[s * width + c];
+}
+
+}  // namespace
+
+TEST_CASE("append_self_attention_step equals add_bias_split and two row writes, and records the slot", "[ops]") {
   const int64_t slots = 3, width = 4, capacity = 5;
   const Tensor qkv = random_floats({slots, 3 * width}), bias = random_floats({3 * width});
   const Tensor key_cache = random_floats({slots, capacity, width});
@@ -146,8 +159,8 @@ TEST_CASE("append_self_attention_step equals add_bias_split and two kv_cache_wri
 
   const std::vector<Tensor> parts = ops::add_bias_split(qkv, bias, 3);
   Tensor expected_keys = key_cache.to(Device::CPU), expected_values = value_cache.to(Device::CPU);
-  ops::kv_cache_write(expected_keys, parts[1], positions);
-  ops::kv_cache_write(expected_values, parts[2], positions);
+  write_rows(expected_keys, parts[1], position_values);
+  write_rows(expected_values, parts[2], position_values);
   REQUIRE(query.shape() == Shape{slots, width});
   CHECK(query.to_float_vector() == parts[0].to_float_vector());
   CHECK(keys.to_float_vector() == expected_keys.to_float_vector());

@@ -3,10 +3,13 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 
 #include "catch.h"
+#include "core/error.h"
 #include "cpu/cpu_ops.h"
 #include "ops/ops.h"
+#include "ops/runtime.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
@@ -29,6 +32,21 @@ std::vector<float> naive_layer_norm(std::vector<double> row, const std::vector<f
   for (size_t i = 0; i < row.size(); ++i)
     out.push_back(static_cast<float>((row[i] - mean) / std::sqrt(variance + epsilon) * gamma[i] + beta[i]));
   return out;
+}
+
+// A view of `host`'s memory labelled CUDA: it stands for a device operand without a GPU. Front ends must
+// refuse it before any kernel reads it.
+Tensor labelled_cuda(const Tensor& host) { return Tensor::borrow(host.raw(), host.shape(), host.dtype(), Device::CUDA); }
+
+// The message of the seqtrans::Error that `call` throws; empty when it throws none.
+template <typename Call>
+std::string error_of(Call call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -54,6 +72,23 @@ TEST_CASE("matmul matches the triple loop, with and without transposed b", "[ops
 
 TEST_CASE("matmul rejects mismatched inner dimensions", "[ops]") {
   CHECK_THROWS_AS(ops::matmul(random_floats({2, 3}), random_floats({4, 5})), Error);
+}
+
+TEST_CASE("matmul refuses an extent past BLAS's int instead of wrapping it", "[ops]") {
+  // Views of a few floats that claim 2^31 columns: the check must come before BLAS reads anything.
+  std::vector<float> few(16, 0.0f);
+  const int64_t wide = int64_t{1} << 31;
+  const Tensor a = Tensor::borrow(few.data(), {1, wide}, DataType::F32, Device::CPU);
+  const Tensor b = Tensor::borrow(few.data(), {1, wide}, DataType::F32, Device::CPU);
+  CHECK(error_of([&] { ops::matmul(a, b); }).find("exceeds the BLAS limit") != std::string::npos);
+}
+
+TEST_CASE("the BLAS thread count is settable (OpenBLAS, as the setup scripts install) and at least 1", "[ops]") {
+  CHECK(ops::cpu_threads_settable());
+  CHECK_THROWS_AS(ops::set_cpu_threads(0), Error);
+  ops::set_cpu_threads(1);
+  const Tensor product = ops::matmul(random_floats({4, 8}), random_floats({3, 8}));
+  CHECK(product.shape() == Shape{4, 3});
 }
 
 TEST_CASE("add_bias and bias_activation match their formulas", "[ops]") {
@@ -171,19 +206,9 @@ TEST_CASE("attention matches per-head softmax(q k^T scale) v with key lengths", 
   CHECK(max_relative_error(out.to_float_vector(), expected) < kTolerance);
 }
 
-TEST_CASE("kv_cache_write and gather_rows move whole rows", "[ops]") {
-  Tensor cache = random_floats({2, 3, 4});
-  const Tensor values = random_floats({2, 4});
-  const auto before = cache.to_float_vector();
-  ops::kv_cache_write(cache, values, Tensor::from_ints({2}, {2, 0}));
-  const auto after = cache.to_float_vector(), vv = values.to_float_vector();
-  for (int c = 0; c < 4; ++c) {
-    CHECK(after[(0 * 3 + 2) * 4 + c] == vv[c]);
-    CHECK(after[(1 * 3 + 0) * 4 + c] == vv[4 + c]);
-    CHECK(after[(0 * 3 + 0) * 4 + c] == before[(0 * 3 + 0) * 4 + c]);
-  }
-  CHECK_THROWS_AS(ops::kv_cache_write(cache, values, Tensor::from_ints({2}, {3, 0})), Error);
-
+TEST_CASE("gather_rows moves whole rows", "[ops]") {
+  const Tensor cache = random_floats({2, 3, 4});
+  const auto after = cache.to_float_vector();
   const Tensor gathered = ops::gather_rows(cache, Tensor::from_ints({3}, {1, 1, 0}));
   REQUIRE(gathered.shape() == Shape{3, 3, 4});
   const auto gv = gathered.to_float_vector();
@@ -242,4 +267,33 @@ TEST_CASE("log_softmax_topk equals a full sort of the normalized row, with ties 
       }
     }
   }
+}
+
+TEST_CASE("front ends refuse operands on another device or of another dtype than the input", "[ops]") {
+  const Tensor x = random_floats({3, 8}), gamma = random_floats({8}), beta = random_floats({8});
+  const Tensor beta_on_gpu = labelled_cuda(beta), int_beta = random_ints({8}, 0, 3);
+  CHECK(error_of([&] { ops::layer_norm(x, {gamma, beta_on_gpu, 1e-5f}); }).find("beta") != std::string::npos);
+  CHECK(error_of([&] { ops::layer_norm(x, {gamma, int_beta, 1e-5f}); }).find("beta") != std::string::npos);
+  const Tensor residual_on_gpu = labelled_cuda(x);
+  CHECK(error_of([&] { ops::add_bias_residual_layer_norm(x, beta, residual_on_gpu, {gamma, beta, 1e-5f}); })
+            .find("residual") != std::string::npos);
+  const Tensor qkv = random_floats({3, 12}), bias_on_gpu = labelled_cuda(random_floats({12}));
+  CHECK(error_of([&] { ops::add_bias_split(qkv, bias_on_gpu, 3); }).find("bias") != std::string::npos);
+
+  const Tensor query = random_floats({2, 1, 8}), keys = random_floats({2, 4, 8}), values = random_floats({2, 4, 8});
+  const Tensor lengths = Tensor::from_ints({2}, {4, 2});
+  const ops::AttentionOptions options{2, 0.5f};
+  const Tensor values_on_gpu = labelled_cuda(values), lengths_on_gpu = labelled_cuda(lengths);
+  CHECK_THROWS_AS(ops::attention(query, keys, values_on_gpu, lengths, options), Error);
+  CHECK_THROWS_AS(ops::attention(query, keys, values, lengths_on_gpu, options), Error);
+  CHECK_NOTHROW(ops::attention(query, keys, values, lengths, options));
+
+  const Tensor ids = Tensor::from_ints({2}, {1, 0}), positions = Tensor::from_ints({2}, {0, 1});
+  const Tensor table = random_floats({4, 8}), positions_on_gpu = labelled_cuda(positions);
+  CHECK_THROWS_AS(ops::embed(ids, positions_on_gpu, table, {}), Error);
+  ops::EmbeddingOptions learned;
+  learned.positions = PositionEncoding::Learned;
+  const Tensor int_position_table = random_ints({4, 8}, 0, 3);
+  learned.position_table = &int_position_table;
+  CHECK(error_of([&] { ops::embed(ids, positions, table, learned); }).find("position table") != std::string::npos);
 }

@@ -97,7 +97,7 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       report(std::string("attention decode step 320 slots x ~100 keys d512 h8 ") + type, time, bytes);
     }
     // The same step reading each key through a history table of random rows (beams reordered many times),
-    // then the fused append that feeds it against the three launches it replaces.
+    // then the fused append that feeds it.
     {
       const int64_t slots = 320, capacity = 256, d = 512;
       const Tensor query = device_floats({slots, 1, d}, dtype);
@@ -116,12 +116,6 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       const double fused = median_microseconds(
           [&] { ops::append_self_attention_step(qkv, bias, positions, keys, values, history); });
       report(std::string("append_self_attention_step 320 x 512 ") + type, fused, step_bytes);
-      const double separate = median_microseconds([&] {
-        const std::vector<Tensor> parts = ops::add_bias_split(qkv, bias, 3);
-        ops::kv_cache_write(keys, parts[1], positions);
-        ops::kv_cache_write(values, parts[2], positions);
-      });
-      report(std::string("add_bias_split + 2 kv_cache_write 320 x 512 ") + type, separate, step_bytes);
     }
     // Cross-attention step: 5 beams of each of 64 sentences share its memory of ~100 tokens (key_rows [b]).
     {
@@ -214,13 +208,13 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       const Tensor logits = device_floats({rows, vocab}, dtype, -8.0f, 8.0f);
       const Tensor bias = device_floats({vocab}, dtype);
       const double bytes = rows * vocab * element;
-      using A = cuda::TopkAlgorithm;
-      const std::pair<A, const char*> algorithms[] = {{A::RadixSelect, "radix"}, {A::GroupThreshold, "group"}};
+      using A = ops::TopkAlgorithm;
+      const std::pair<A, const char*> algorithms[] = {{A::FullScan, "radix"}, {A::Hierarchical, "group"}};
       for (int k : {1, 10, 64})
         for (const auto& [algorithm, name] : algorithms) {
-          if (k == 1 && algorithm == A::GroupThreshold) continue;  // k = 1 is the argmax kernel either way
+          if (k == 1 && algorithm == A::Hierarchical) continue;  // k = 1 is the argmax kernel either way
           Tensor values({rows, k}, DataType::F32, Device::CUDA), indices({rows, k}, DataType::I32, Device::CUDA);
-          cuda::TopkOptions options;
+          ops::TopkOptions options;
           options.k = k;
           options.bias = &bias;
           options.algorithm = algorithm;
@@ -244,6 +238,26 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
   std::printf("arena: %lld cudaMalloc calls, %.1f MiB reserved, peak %.1f MiB in use\n",
               static_cast<long long>(stats.cuda_malloc_calls), stats.bytes_reserved / 1048576.0,
               stats.peak_bytes_in_use / 1048576.0);
+}
+
+// The two ceilings `seqtrans bench` divides by (docs/BENCHMARKS.md, "Hardware ceilings"): a large cuBLAS
+// fp16 GEMM, and a device-to-device copy counting the bytes read plus the bytes written. Both far exceed the
+// L2 cache, so repeated runs do not measure it.
+TEST_CASE("hardware ceilings: fp16 GEMM rate and device copy bandwidth", "[.][cuda_bench][ceilings]") {
+  if (std::getenv("SEQTRANS_CUDA_BENCH") == nullptr || !testing::gpu_available()) return;
+  const int64_t size = 8192;
+  const Tensor a = device_floats({size, size}, DataType::F16), b = device_floats({size, size}, DataType::F16);
+  const double gemm = median_microseconds([&] { ops::matmul(a, b); });
+  const double tflops = 2.0 * size * size * size / (gemm * 1e6);
+  const int64_t copy_elements = int64_t{1} << 28;  // 1 GiB of fp32
+  const Tensor source = device_floats({copy_elements}, DataType::F32);
+  Tensor target({copy_elements}, DataType::F32, Device::CUDA);
+  const double copy = median_microseconds([&] { ops::copy(source, target); });
+  const double gbs = 2.0 * static_cast<double>(copy_elements) * sizeof(float) / (copy * 1e3);
+  std::printf("ceilings on %s: fp16 GEMM %dx%dx%d %.0f TFLOP/s, device copy of 1 GiB %.0f GB/s\n",
+              cuda::context().properties.name, static_cast<int>(size), static_cast<int>(size), static_cast<int>(size),
+              tflops, gbs);
+  std::printf("seqtrans bench --peak-tflops %.0f --peak-bandwidth-gbs %.0f\n", tflops, gbs);
 }
 
 #endif

@@ -58,15 +58,17 @@ void run_representative_step(const std::vector<Tensor>& weights) {
                                         parts[2].reshape({batch, time, d}), lengths, {static_cast<int>(heads), 0.125f});
   const Tensor encoded = ops::layer_norm(context.reshape({batch * time, d}), {gamma, beta, 1e-5f});
 
-  Tensor cache({slots, capacity, d}, DataType::F16, Device::CUDA);
+  Tensor key_cache({slots, capacity, d}, DataType::F16, Device::CUDA);
+  Tensor value_cache({slots, capacity, d}, DataType::F16, Device::CUDA);
+  Tensor history({slots, capacity}, DataType::I32, Device::CUDA);
   const Tensor step = ops::gather_rows(encoded, random_ints({slots}, 0, batch * time - 1).to(Device::CUDA));
   const Tensor slot_positions = random_ints({slots}, 0, capacity - 1).to(Device::CUDA);
-  ops::kv_cache_write(cache, step, slot_positions);
   Tensor hidden = ops::matmul(step, qkv);
+  ops::append_self_attention_step(hidden, qkv_bias, slot_positions, key_cache, value_cache, history);
   ops::bias_activation(hidden, qkv_bias, Activation::Relu);
   const Tensor logits = ops::matmul(step, output);
   Tensor values({slots, 10}, DataType::F32, Device::CUDA), indices({slots, 10}, DataType::I32, Device::CUDA);
-  cuda::TopkOptions topk;
+  ops::TopkOptions topk;
   topk.k = 10;
   cuda::log_softmax_topk(logits, topk, values, indices, cuda::current_stream());
   cuda::synchronize();
@@ -115,6 +117,17 @@ TEST_CASE("cuda arena: an impossible reservation fails with one clear line", "[g
   // The device is still usable afterwards.
   const Tensor small = random_floats({4, 4}).to(Device::CUDA);
   CHECK(small.to_float_vector().size() == 16);
+}
+
+TEST_CASE("cuda arena: a pointer it did not hand out, or a second free, is an error", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  cuda::CachingArena arena(0, {});
+  int foreign = 0;
+  CHECK_THROWS_AS(arena.deallocate(&foreign, sizeof(foreign)), Error);
+  void* block = arena.allocate(1000);
+  arena.deallocate(block, 1000);
+  CHECK_THROWS_AS(arena.deallocate(block, 1000), Error);
+  CHECK(arena.stats().bytes_in_use == 0);
 }
 
 TEST_CASE("cuda runtime: a second initialize on the same device is a no-op", "[gpu]") {

@@ -235,24 +235,6 @@ TEST_CASE("cuda attention matches the CPU for decoder steps and encoder blocks",
     }
 }
 
-TEST_CASE("cuda kv_cache_write matches the CPU", "[gpu]") {
-  REQUIRE_GPU_OR_SKIP();
-  const int64_t shapes[][3] = {{2, 3, 4}, {320, 256, 512}, {7, 5, 9}};  // slots, capacity, width
-  for (DataType dtype : kFloatTypes)
-    for (const auto& shape : shapes) {
-      const int64_t slots = shape[0], capacity = shape[1], width = shape[2];
-      CAPTURE(dtype_name(dtype), slots, capacity, width);
-      const Operand cache = random_operand({slots, capacity, width}, dtype);
-      const Operand values = random_operand({slots, width}, dtype);
-      const Tensor positions = random_ints({slots}, 0, static_cast<int32_t>(capacity - 1));
-      Tensor expected = cache.cpu.to(Device::CPU);
-      Tensor got = cache.gpu.to(Device::CUDA);
-      ops::kv_cache_write(expected, values.cpu, positions);
-      ops::kv_cache_write(got, values.gpu, positions.to(Device::CUDA));
-      CHECK(max_relative_error(values_of(got), expected.to_float_vector()) == 0.0);
-    }
-}
-
 TEST_CASE("cuda gather_rows matches the CPU for every dtype and row size", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const Shape shapes[] = {{5, 3, 5}, {10, 8}, {7, 3}, {320, 256, 64}, {4, 1}};

@@ -94,11 +94,11 @@ const char* pattern_name(Pattern pattern) {
   return "?";
 }
 
-const char* algorithm_name(cuda::TopkAlgorithm algorithm) {
+const char* algorithm_name(ops::TopkAlgorithm algorithm) {
   switch (algorithm) {
-    case cuda::TopkAlgorithm::Auto: return "auto";
-    case cuda::TopkAlgorithm::RadixSelect: return "radix";
-    case cuda::TopkAlgorithm::GroupThreshold: return "group";
+    case ops::TopkAlgorithm::Auto: return "auto";
+    case ops::TopkAlgorithm::FullScan: return "radix";
+    case ops::TopkAlgorithm::Hierarchical: return "group";
   }
   return "?";
 }
@@ -112,7 +112,7 @@ struct TopkCase {
   BiasKind bias;
   Pattern pattern;
   bool suppress;
-  cuda::TopkAlgorithm algorithm;
+  ops::TopkAlgorithm algorithm;
 };
 
 // Runs one case on the GPU and compares with the host twin; the inputs the GPU sees (fp16-rounded when
@@ -143,7 +143,7 @@ void check_case(const TopkCase& c) {
       suppressed.empty() ? Tensor() : Tensor::from_ints({static_cast<int64_t>(suppressed.size())}, suppressed);
   const Tensor suppressed_gpu = suppressed.empty() ? Tensor() : suppressed_tensor.to(Device::CUDA);
 
-  cuda::TopkOptions options;
+  ops::TopkOptions options;
   options.k = c.k;
   options.bias = c.bias == BiasKind::None ? nullptr : &bias;
   options.suppressed_ids = suppressed.empty() ? nullptr : &suppressed_gpu;
@@ -173,19 +173,19 @@ void check_case(const TopkCase& c) {
 
 TEST_CASE("cuda log_softmax_topk equals a full sort for every k and algorithm", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
-  using A = cuda::TopkAlgorithm;
+  using A = ops::TopkAlgorithm;
   for (DataType dtype : {DataType::F32, DataType::F16})
     for (int k : {1, 2, 5, 10, 17, 32, 64})
-      for (A algorithm : {A::RadixSelect, A::GroupThreshold, A::Auto})
+      for (A algorithm : {A::FullScan, A::Hierarchical, A::Auto})
         check_case({16, 32000, k, dtype, BiasKind::Same, Pattern::Uniform, false, algorithm});
 }
 
 TEST_CASE("cuda log_softmax_topk handles ties, -inf rows and suppressed ids", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
-  using A = cuda::TopkAlgorithm;
+  using A = ops::TopkAlgorithm;
   for (Pattern pattern : {Pattern::Ties, Pattern::SparseInf, Pattern::MostlyInf, Pattern::AllInf})
     for (int k : {1, 3, 10, 64})
-      for (A algorithm : {A::RadixSelect, A::GroupThreshold})
+      for (A algorithm : {A::FullScan, A::Hierarchical})
         for (bool suppress : {false, true}) {
           check_case({8, 32000, k, DataType::F32, BiasKind::None, pattern, suppress, algorithm});
           check_case({8, 32000, k, DataType::F16, BiasKind::F32, pattern, suppress, algorithm});
@@ -194,13 +194,13 @@ TEST_CASE("cuda log_softmax_topk handles ties, -inf rows and suppressed ids", "[
 
 TEST_CASE("cuda log_softmax_topk handles odd and large vocabularies", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
-  using A = cuda::TopkAlgorithm;
+  using A = ops::TopkAlgorithm;
   const int64_t vocabularies[] = {7, 50, 999, 32001, 58101, 250000};
   for (int64_t vocab : vocabularies)
     for (int k : {1, 4, 7, 64}) {
       if (k > vocab) continue;
       for (DataType dtype : {DataType::F32, DataType::F16}) {
-        for (A algorithm : {A::RadixSelect, A::Auto})
+        for (A algorithm : {A::FullScan, A::Auto})
           check_case({5, vocab, k, dtype, BiasKind::None, Pattern::Uniform, true, algorithm});
         check_case({5, vocab, k, dtype, BiasKind::Same, Pattern::Ties, false, A::Auto});
       }
@@ -210,7 +210,7 @@ TEST_CASE("cuda log_softmax_topk handles odd and large vocabularies", "[gpu]") {
 TEST_CASE("cuda log_softmax_topk covers many rows", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   for (int k : {1, 10})
-    check_case({512, 32000, k, DataType::F16, BiasKind::Same, Pattern::Uniform, true, cuda::TopkAlgorithm::Auto});
+    check_case({512, 32000, k, DataType::F16, BiasKind::Same, Pattern::Uniform, true, ops::TopkAlgorithm::Auto});
 }
 
 // Few rows split each row across blocks for k = 1 (a chunk kernel and a merge kernel).
@@ -219,14 +219,14 @@ TEST_CASE("cuda log_softmax_topk argmax over few rows equals a full sort", "[gpu
   for (int64_t rows : {1, 2, 3, 40, 128, 300})
     for (DataType dtype : {DataType::F32, DataType::F16})
       for (Pattern pattern : {Pattern::Uniform, Pattern::Ties, Pattern::MostlyInf})
-        check_case({rows, 32000, 1, dtype, BiasKind::Same, pattern, true, cuda::TopkAlgorithm::Auto});
+        check_case({rows, 32000, 1, dtype, BiasKind::Same, pattern, true, ops::TopkAlgorithm::Auto});
 }
 
 TEST_CASE("cuda log_softmax_topk rejects bad arguments", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const Tensor logits = testing::random_floats({2, 10}).to(Device::CUDA);
   Tensor values({2, 65}, DataType::F32, Device::CUDA), indices({2, 65}, DataType::I32, Device::CUDA);
-  cuda::TopkOptions options;
+  ops::TopkOptions options;
   options.k = 65;
   CHECK_THROWS_AS(cuda::log_softmax_topk(logits, options, values, indices, cuda::current_stream()), Error);
   options.k = 11;
