@@ -30,7 +30,7 @@ size_t device_reservation(const ModelFile& file, const TranslatorOptions& option
   const size_t element = options.dtype == DataType::F16 ? 2 : 4;
   size_t weights = 0;
   for (const auto& [name, tensor] : file.tensors()) weights += static_cast<size_t>(tensor.elements()) * element;
-  const size_t slots = options.batching.max_batch_size * static_cast<size_t>(options.search.beam_size);
+  const size_t slots = options.batching.max_batch_size * static_cast<size_t>(slots_per_sentence(options.search));
   const size_t steps = std::min<size_t>(config.max_positions, 256);
   const size_t caches = 2 * slots * steps * config.d_model * element * config.decoder.num_layers;
   // A batch never holds more tokens than its sentence cap times the longest allowed source.
@@ -63,8 +63,9 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
   // Before anything sized by the beam: the model's num_beams may replace it.
   setting_sources_ = apply_generation_defaults(file_->generation_defaults(), options_.open_settings, options_.search);
-  SEQTRANS_CHECK(options_.search.num_hypotheses <= options_.search.beam_size, "--n-best {} is larger than the beam size {}",
-                 options_.search.num_hypotheses, options_.search.beam_size);
+  SEQTRANS_CHECK(options_.search.num_hypotheses <= slots_per_sentence(options_.search),
+                 "--n-best {} is larger than the beam size {}", options_.search.num_hypotheses,
+                 options_.search.beam_size);
   validate_options(options_.search);
   options_.max_input_length =
       std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
@@ -85,7 +86,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   // allowed would hold memory most inputs never use.
   DecoderReservation reservation;
   reservation.sentences = static_cast<int64_t>(options_.batching.max_batch_size);
-  reservation.slots = reservation.sentences * options_.search.beam_size;
+  reservation.slots = reservation.sentences * slots_per_sentence(options_.search);
   model_->reserve(scheduler_->state(), reservation);  // through the scheduler's state
 }
 

@@ -1,24 +1,10 @@
 #include "search/greedy.h"
 
 #include <cmath>
-#include <limits>
 
 #include "core/error.h"
 
 namespace seqtrans {
-
-int32_t argmax_id(ScoreRow row) {
-  int32_t best_id = -1;
-  float best_value = -std::numeric_limits<float>::infinity();
-  for (int64_t id = 0; id < row.vocab; ++id) {
-    // Strictly greater keeps the lowest id among equal scores; -inf and NaN never win.
-    if (row.values[id] > best_value) {
-      best_value = row.values[id];
-      best_id = static_cast<int32_t>(id);
-    }
-  }
-  return best_id;
-}
 
 OnePathSentence::OnePathSentence(const StepModel& model, const SearchOptions& options, int max_generated)
     : eos_id_(model.eos_id()),

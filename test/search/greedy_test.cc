@@ -140,14 +140,6 @@ TEST_CASE("greedy: a batch gives the results of its sentences decoded one at a t
   }
 }
 
-TEST_CASE("greedy: argmax takes the lowest id on ties", "[search][greedy]") {
-  std::vector<float> values = {0.5f, 2.0f, -1.0f, 2.0f};
-  CHECK(argmax_id(ScoreRow{values.data(), 4}) == 1);
-  const float minus_infinity = -std::numeric_limits<float>::infinity();
-  std::vector<float> none = {minus_infinity, minus_infinity};
-  CHECK(argmax_id(ScoreRow{none.data(), 2}) == -1);
-}
-
 TEST_CASE("greedy: a step without any possible token is an error", "[search][greedy]") {
   // Every id but the suppressed pad is -inf.
   FakeStepModel model(4, 0, 3, {3}, [](const std::vector<int32_t>&, const std::vector<int32_t>&) {
