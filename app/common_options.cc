@@ -37,7 +37,8 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       command.add_option("-b,--beam-size", search.beam_size, "Beam size (1 = greedy)")
           ->check(CLI::Range(1, 256))
           ->default_str(fmt::format("the model file's num_beams, else {}", search.beam_size));
-  command.add_option("--n-best", search.num_hypotheses, "Translations per input line, at most the beam size")
+  command.add_option("--n-best", search.num_hypotheses,
+                     "Translations per input line: at most the beam size; with sampling, N independent samples")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   command.add_option("--length-penalty", search.length_penalty,
@@ -81,15 +82,29 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--read-ahead", translator.batching.read_ahead, "Lines read and sorted by length together")
       ->check(CLI::Range(size_t{1}, size_t{1} << 24))
       ->capture_default_str();
-  command.add_option("--sampling-topk", search.sampling_topk,
-                     "Sample from the K most likely tokens (0 = all; 1 = no sampling)")
-      ->check(CLI::Range(0, 1 << 24))
-      ->capture_default_str();
-  command.add_option("--sampling-topp", search.sampling_topp, "Sample from the smallest set with probability >= P")
-      ->check(CLI::Range(0.0f, 1.0f))
-      ->capture_default_str();
+  // Sampling: Hugging Face's warpers, applied in HF's order (temperature, top-k, top-p, min-p).
+  options.sampling_topk_option =
+      command
+          .add_option("--sampling-topk", search.sampling_topk,
+                      "Sample from the K most likely tokens (0 = all; 1 = no sampling). Any sampling flag implies "
+                      "--beam-size 1 unless -b is given")
+          ->check(CLI::Range(0, 1 << 24))
+          ->default_str("1, or 0 when --sampling-topp or --sampling-minp is given");
+  options.sampling_topp_option =
+      command.add_option("--sampling-topp", search.sampling_topp, "Sample from the smallest set with probability >= P")
+          ->check(CLI::Range(0.0f, 1.0f))
+          ->capture_default_str();
+  options.sampling_minp_option =
+      command
+          .add_option("--sampling-minp", search.sampling_minp,
+                      "Sample only from tokens at least P times as likely as the most likely one (0 = off)")
+          ->check(CLI::Range(0.0f, 1.0f))
+          ->capture_default_str();
   command.add_option("--temperature", search.temperature, "Sampling temperature")->capture_default_str();
-  command.add_option("--seed", search.seed, "Random seed for sampling")->capture_default_str();
+  command.add_option("--seed", search.seed,
+                     "Random seed for sampling: a line draws the same tokens whatever the batch, batching mode or "
+                     "device")
+      ->capture_default_str();
   command.add_flag("-q,--quiet", options.quiet, "No progress bar, notes or summary (errors still print)");
   const std::map<std::string, LogLevel> levels = {
       {"error", LogLevel::Error}, {"warning", LogLevel::Warning}, {"info", LogLevel::Info}};
@@ -112,10 +127,31 @@ void note_setup_choices(const CommonOptions& options) {
     log(options, LogLevel::Warning, "--threads is ignored: the BLAS library of this build has no thread setting");
 }
 
+namespace {
+
+bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+
+// Top-p or min-p alone means sampling over the whole vocabulary, not within the greedy top-1; and any
+// sampling flag means one sample per beam slot, so the beam size is 1 unless the user chose one (a beam
+// size above 1 is then refused by name).
+void resolve_sampling(CommonOptions& options) {
+  SearchOptions& search = options.translator.search;
+  const bool nucleus = given(options.sampling_topp_option) || given(options.sampling_minp_option);
+  if (nucleus && !given(options.sampling_topk_option)) search.sampling_topk = 0;
+  const bool sampling = nucleus || given(options.sampling_topk_option);
+  if (sampling && !given(options.beam_size_option)) {
+    search.beam_size = 1;
+    options.translator.open_settings.beam_size = false;
+  }
+}
+
+}  // namespace
+
 void resolve_common_options(CommonOptions& options) {
-  options.text.beam_size_given = options.beam_size_option != nullptr && options.beam_size_option->count() > 0;
-  options.text.max_length_given = options.max_length_option != nullptr && options.max_length_option->count() > 0;
+  options.text.beam_size_given = given(options.beam_size_option);
+  options.text.max_length_given = given(options.max_length_option);
   options.devices = resolve_settings(options.text, options.translator);
+  resolve_sampling(options);
 }
 
 }  // namespace seqtrans::app

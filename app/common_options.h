@@ -20,6 +20,10 @@ struct CommonOptions {
   // Options whose default may come from the model file: set when the user gave them.
   CLI::Option* beam_size_option = nullptr;
   CLI::Option* max_length_option = nullptr;
+  // Sampling flags: which the user gave decides the defaults of the others (resolve_common_options).
+  CLI::Option* sampling_topk_option = nullptr;
+  CLI::Option* sampling_topp_option = nullptr;
+  CLI::Option* sampling_minp_option = nullptr;
   bool quiet = false;
   LogLevel log_level = LogLevel::Warning;
   // The devices resolved from --device; a fallback to the CPU is noted once the model has loaded (an

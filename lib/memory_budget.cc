@@ -39,7 +39,7 @@ double mebibytes(size_t bytes) { return static_cast<double>(bytes) / static_cast
 size_t device_reservation(const ModelFile& file, const ReservationInputs& inputs) {
   const ModelConfig& config = file.config();
   const size_t element = inputs.dtype == DataType::F16 ? 2 : 4;
-  const size_t slots = inputs.batching.max_batch_size * static_cast<size_t>(inputs.beam_size);
+  const size_t slots = inputs.batching.max_batch_size * static_cast<size_t>(inputs.slots_per_sentence);
   const size_t steps = std::min<size_t>(config.max_positions, kReservedSteps);
   const size_t caches = 2 * slots * steps * config.d_model * element * config.decoder.num_layers;
   // A batch never holds more tokens than its sentence cap times the longest allowed source.

@@ -15,7 +15,7 @@ namespace seqtrans {
 struct ReservationInputs {
   DataType dtype = DataType::F16;
   BatchingOptions batching;
-  int beam_size = 4;
+  int slots_per_sentence = 4;  // decoder rows a sentence takes: its beam, or its samples
   size_t max_input_length = 1024;
 };
 

@@ -42,7 +42,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   resolve_search(options_.search, options_.open_settings);
   options_.max_input_length =
       std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
-  ReservationInputs reservation_inputs{options_.dtype, options_.batching, options_.search.beam_size,
+  ReservationInputs reservation_inputs{options_.dtype, options_.batching, slots_per_sentence(options_.search),
                                        options_.max_input_length};
   if (options_.device != Device::CPU) {
     // A budget the device cannot hold is lowered to what fits, not refused.
@@ -62,7 +62,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
 void Translator::resolve_search(const SearchOptions& search, const OpenSettings& open) {
   SearchOptions resolved = search;
   const SettingSources sources = apply_generation_defaults(file_->generation_defaults(), open, resolved);
-  SEQTRANS_CHECK(resolved.num_hypotheses <= resolved.beam_size, "--n-best {} is larger than the beam size {}",
+  SEQTRANS_CHECK(resolved.num_hypotheses <= slots_per_sentence(resolved), "--n-best {} is larger than the beam size {}",
                  resolved.num_hypotheses, resolved.beam_size);
   validate_options(resolved);
   options_.search = resolved;
@@ -85,7 +85,7 @@ void Translator::start_decoding() {
   // allowed would hold memory most inputs never use.
   DecoderReservation reservation;
   reservation.sentences = static_cast<int64_t>(options_.batching.max_batch_size);
-  reservation.slots = reservation.sentences * options_.search.beam_size;
+  reservation.slots = reservation.sentences * slots_per_sentence(options_.search);
   model_->reserve(scheduler_->state(), reservation);  // through the scheduler's state
 }
 

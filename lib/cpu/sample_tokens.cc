@@ -37,13 +37,14 @@ class RowSampler {
     return std::isnan(z) ? kMinusInfinity : z;
   }
 
-  // log_softmax(z)[id] over the whole row, masked ids included (normalize first, as HF does).
+  // log_softmax(z)[id] over the whole row, masked ids included (normalize first, as HF does); rounded as
+  // log_softmax_topk rounds, so that a draw that can only take the best token scores as greedy search.
   float log_prob(int64_t id) const {
     float max = kMinusInfinity;
     for (int64_t i = 0; i < vocab_; ++i) max = std::max(max, logit(i));
     double sum = 0.0;
-    for (int64_t i = 0; i < vocab_; ++i) sum += std::exp(static_cast<double>(logit(i)) - max);
-    return static_cast<float>(static_cast<double>(logit(id)) - max - std::log(sum));
+    for (int64_t i = 0; i < vocab_; ++i) sum += std::exp(static_cast<double>(logit(i) - max));
+    return (logit(id) - max) - static_cast<float>(std::log(sum));
   }
 
   // Returns the drawn id, -1 when every score is -inf.

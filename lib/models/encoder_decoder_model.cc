@@ -16,8 +16,8 @@ namespace seqtrans {
 struct StepGraph {
   explicit StepGraph(Device device) : graph(device) {}
   ops::DeviceGraph graph;
-  Tensor values;  // [rows, k]
-  Tensor ids;     // [rows, k]
+  Tensor values;  // [rows, k], or [rows] log-probs of a sampling step
+  Tensor ids;     // [rows, k], or [rows] drawn ids
 };
 
 // Decoder state of a run: one slot per active hypothesis, each at its own position. Sentences join
@@ -50,6 +50,7 @@ class EncoderDecoderState : public DecoderState {
   std::vector<DecoderLayerCache> layers;  // self caches [blocks, B, d], memory [sentence rows, source_capacity, d]
   Tensor history;                         // [rows, capacity] int32: the block of each slot's key t
   Tensor step_inputs;                     // [kStepInputs, rows] int32, uploaded once per step
+  Tensor sampling_rows;                   // [rows, kSamplingRowWords] int32: sampling steps' draws
   int64_t rows = 0;                       // history rows: the most slots a step can hold
   int64_t capacity = 0;                   // positions a history row holds
   int64_t cache_blocks = 0;
@@ -60,7 +61,8 @@ class EncoderDecoderState : public DecoderState {
   std::vector<std::vector<int32_t>> suppressed_lists;
   std::vector<Tensor> suppressed_devices;
   int suppressed = -1;  // the list of the current step
-  // (rows, k, suppressed list) -> recorded step; and the keys run op by op since the buffers last changed.
+  // (rows, k or kSampled, suppressed list) -> recorded step; and the keys run op by op since the buffers last
+  // changed.
   using GraphKey = std::tuple<int64_t, int, int>;
   std::map<GraphKey, std::unique_ptr<StepGraph>> graphs;
   std::set<GraphKey> launched;
@@ -72,6 +74,9 @@ class EncoderDecoderState : public DecoderState {
 };
 
 namespace {
+
+// The output layer's k for a sampling step (one draw per row instead of the k best).
+constexpr int kSampled = 0;
 
 // Most sentences end within 32 tokens; longer ones double the capacity (and record their graphs again).
 constexpr int64_t kInitialCacheCapacity = 32;
@@ -322,7 +327,10 @@ void EncoderDecoderModel::grow_decoder_pool(EncoderDecoderState& state, int64_t 
   rows = std::max(rows, state.rows);
   capacity = std::max(capacity, state.capacity);
   state.history = regrow(state.history, rows, capacity, {}, DataType::I32, options_.device);
-  if (rows != state.rows) state.step_inputs = Tensor({kStepInputs, rows}, DataType::I32, options_.device);
+  if (rows != state.rows) {
+    state.step_inputs = Tensor({kStepInputs, rows}, DataType::I32, options_.device);
+    state.sampling_rows = Tensor({rows, ops::kSamplingRowWords}, DataType::I32, options_.device);
+  }
   state.rows = rows;
   state.capacity = capacity;
   state.drop_graphs();  // they point at the old buffers
@@ -451,17 +459,36 @@ Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int
   return result;
 }
 
-void EncoderDecoderModel::select_candidates(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values,
-                                            Tensor& ids) const {
+void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values,
+                                       Tensor& ids) const {
   const ProfileScope profile("output layer");
-  // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects.
+  // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects or draws.
+  const Tensor& suppressed = state.suppressed_devices[static_cast<size_t>(state.suppressed)];
+  const Tensor* suppressed_ids = suppressed.elements() == 0 ? nullptr : &suppressed;
+  const Tensor* bias = output_bias_.defined() ? &output_bias_ : nullptr;
+  if (k == kSampled) {
+    ops::SampleOptions options;
+    options.bias = bias;
+    options.suppressed_ids = suppressed_ids;
+    ops::sample_tokens(logits(x), state.sampling_rows.slice_rows(0, x.dim(0)), options, ids, values);
+    return;
+  }
   ops::TopkOptions options;
   options.k = k;
-  options.bias = output_bias_.defined() ? &output_bias_ : nullptr;
-  const Tensor& suppressed = state.suppressed_devices[static_cast<size_t>(state.suppressed)];
-  options.suppressed_ids = suppressed.elements() == 0 ? nullptr : &suppressed;
+  options.bias = bias;
+  options.suppressed_ids = suppressed_ids;
   options.algorithm = options_.topk_algorithm;
   ops::log_softmax_topk(logits(x), options, values, ids);
+}
+
+void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, Tensor& values,
+                                   Tensor& ids) const {
+  if (graph) {
+    run_step_graph(state, rows, k, values, ids);
+    return;
+  }
+  output_layer(state, decode(state, rows), k, values, ids);
+  ++step_counts_.launched;
 }
 
 void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values,
@@ -474,14 +501,14 @@ void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t row
   } else if (state.launched.insert(key).second) {
     // A shape's first step runs op by op: a shape met once (a bucket the batch passes in one step) costs
     // no recording, which takes longer than launching the ops.
-    select_candidates(state, decode(state, rows), k, values, ids);
+    output_layer(state, decode(state, rows), k, values, ids);
     ++step_counts_.launched;
     return;
   } else {
     auto created = std::make_unique<StepGraph>(options_.device);
     step_graph = created.get();
     step_graph->graph.capture(
-        [&] { select_candidates(state, decode(state, rows), k, step_graph->values, step_graph->ids); });
+        [&] { output_layer(state, decode(state, rows), k, step_graph->values, step_graph->ids); });
     state.graphs.emplace(key, std::move(created));
     ++step_counts_.captured;
   }
@@ -513,12 +540,7 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
   const int64_t slots = state.slots();
   const int64_t rows = prepare_step(state, input_ids, graph);
   Tensor values, ids;
-  if (graph) {
-    run_step_graph(state, rows, request.k, values, ids);
-  } else {
-    select_candidates(state, decode(state, rows), request.k, values, ids);
-    ++step_counts_.launched;
-  }
+  run_step(state, rows, request.k, graph, values, ids);
   finish_step(state);
   std::vector<float> log_probs = values.to_float_vector();
   std::vector<int32_t> best = ids.to_int_vector();
@@ -528,6 +550,36 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
   candidates.k = request.k;
   candidates.log_probs = std::move(log_probs);
   candidates.ids = std::move(best);
+}
+
+void EncoderDecoderModel::upload_sampling_rows(EncoderDecoderState& state,
+                                               const std::vector<ops::SamplingRow>& draws) const {
+  SEQTRANS_CHECK(static_cast<int64_t>(draws.size()) == state.slots(), "step: {} draws for {} slots", draws.size(),
+                 state.slots());
+  std::vector<ops::SamplingRow> padded = draws;
+  padded.resize(static_cast<size_t>(state.rows));  // padding rows draw with the defaults, ignored
+  state.sampling_rows.copy_from(ops::sampling_rows_tensor(padded));
+}
+
+void EncoderDecoderModel::step_samples(DecoderState& base_state, const std::vector<int32_t>& input_ids,
+                                       const SampleRequest& request, StepSamples& samples) {
+  if (!options_.fused_output) {
+    StepModel::step_samples(base_state, input_ids, request, samples);
+    return;
+  }
+  auto& state = static_cast<EncoderDecoderState&>(base_state);
+  update_suppressed(state, request.suppressed_ids);
+  const bool graph = use_graphs();
+  const int64_t slots = state.slots();
+  const int64_t rows = prepare_step(state, input_ids, graph);
+  upload_sampling_rows(state, request.rows);
+  Tensor log_probs, ids;
+  run_step(state, rows, kSampled, graph, log_probs, ids);
+  finish_step(state);
+  samples.ids = ids.to_int_vector();
+  samples.log_probs = log_probs.to_float_vector();
+  samples.ids.resize(static_cast<size_t>(slots));
+  samples.log_probs.resize(static_cast<size_t>(slots));
 }
 
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {

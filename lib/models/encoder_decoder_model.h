@@ -54,6 +54,8 @@ class EncoderDecoderModel : public StepModel {
   Tensor step(DecoderState& state, const std::vector<int32_t>& input_ids) override;
   void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids, const CandidateRequest& request,
                        StepCandidates& candidates) override;
+  void step_samples(DecoderState& state, const std::vector<int32_t>& input_ids, const SampleRequest& request,
+                    StepSamples& samples) override;
   void select(DecoderState& state, const std::vector<int32_t>& sources) override;
 
   const StepCounts& step_counts() const { return step_counts_; }
@@ -88,12 +90,16 @@ class EncoderDecoderModel : public StepModel {
   Tensor decode(EncoderDecoderState& state, int64_t rows) const;
   // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
   Tensor logits(const Tensor& x) const;
-  // The fused output layer: the k best log-probs per row and their ids.
-  void select_candidates(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values,
-                         Tensor& ids) const;
+  // The fused output layer: the k best log-probs per row and their ids ([rows, k]), or, for k = kSampled,
+  // one draw per row with the state's sampling rows (ids and log-probs [rows]).
+  void output_layer(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values, Tensor& ids) const;
+  // The decoder step and output layer over `rows` rows (prepared): as a CUDA graph when `graph`, else op by op.
+  void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, Tensor& values, Tensor& ids) const;
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
   void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values, Tensor& ids) const;
+  // The draws' settings into the state's sampling rows, padding rows included.
+  void upload_sampling_rows(EncoderDecoderState& state, const std::vector<ops::SamplingRow>& draws) const;
   // After a step: positions advance and the pending reorder is spent.
   static void finish_step(EncoderDecoderState& state);
   bool use_graphs() const;

@@ -37,7 +37,6 @@
 #include <limits>
 
 #include "core/error.h"
-#include "search/logits_processors.h"
 #include "search/search.h"
 #include "search/search_common.h"
 

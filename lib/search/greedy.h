@@ -1,14 +1,19 @@
-// One hypothesis per sentence: greedy search and the path that sampling shares with it.
+// One hypothesis per sentence: greedy search.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "search/logits_processors.h"
 #include "search/options.h"
 #include "search/sentence_search.h"
 
 namespace seqtrans {
+
+// Where a one-path sentence stands.
+struct RowPosition {
+  int generated = 0;      // tokens generated before this step
+  int max_generated = 1;  // the sentence's maximum generated length, EOS included
+};
 
 // The token a path takes at one step and its processed log-prob (log_softmax of the raw logits, then the
 // masks; a forced EOS contributes 0 as in HF beam search).

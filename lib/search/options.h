@@ -18,9 +18,10 @@ enum class BeamStopping {
 };
 
 struct SearchOptions {
-  // 1 = greedy (or plain sampling when sampling_topk != 1); > 1 = beam search.
+  // 1 = greedy (or sampling, see below); > 1 = beam search.
   int beam_size = 4;
-  // Hypotheses returned per sentence; at most beam_size.
+  // Hypotheses returned per sentence: at most beam_size in beam search; with sampling, the number of
+  // independent samples drawn per sentence (any number).
   int num_hypotheses = 1;
   // Score of a finished hypothesis = sum of log-probs / (generated length ^ length_penalty).
   // Generated length counts the EOS token (as Hugging Face does).
@@ -44,10 +45,13 @@ struct SearchOptions {
   // outputs ignored, until every sentence of the batch is done. Results are the same either way.
   bool shrink_batch = true;
 
-  // Sampling: used when sampling_topk != 1 (0 = whole vocabulary) or sampling_topp < 1.
+  // Sampling (with beam_size 1): used when sampling_topk != 1 (0 = whole vocabulary), sampling_topp < 1 or
+  // sampling_minp > 0; Hugging Face's warpers in HF's order: temperature, top-k, top-p, min-p.
   int sampling_topk = 1;
   float sampling_topp = 1.0f;
+  float sampling_minp = 0.0f;
   float temperature = 1.0f;
+  // With the input line number, the step and the sample index, the key of every draw (core/philox.h).
   uint64_t seed = 0;
 };
 

@@ -1,64 +1,73 @@
 #include "search/sampling.h"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/error.h"
-#include "search/search_common.h"
 
 namespace seqtrans {
 
-double uniform_unit(std::mt19937_64& generator) {
-  return static_cast<double>(generator() >> 11) * (1.0 / 9007199254740992.0);  // 2^-53
-}
-
-int32_t sample_id(ScoreRow logits, std::mt19937_64& generator) {
-  float max_value = -std::numeric_limits<float>::infinity();
-  for (int64_t id = 0; id < logits.vocab; ++id) max_value = std::max(max_value, logits.values[id]);
-  if (!std::isfinite(max_value)) return -1;
-
-  std::vector<double> cumulative(static_cast<size_t>(logits.vocab));  // [vocab]
-  double total = 0.0;
-  for (int64_t id = 0; id < logits.vocab; ++id) {
-    const float value = logits.values[id];
-    // NaN compares false and so gets no weight, like -inf.
-    if (value > -std::numeric_limits<float>::infinity()) total += std::exp(static_cast<double>(value - max_value));
-    cumulative[id] = total;
-  }
-  const double target = uniform_unit(generator) * total;
-  const auto chosen = std::upper_bound(cumulative.begin(), cumulative.end(), target);
-  if (chosen != cumulative.end()) return static_cast<int32_t>(chosen - cumulative.begin());
-  // Rounding can leave target == total: take the last id with weight.
-  for (int64_t id = logits.vocab - 1; id >= 0; --id) {
-    if (logits.values[id] > -std::numeric_limits<float>::infinity()) return static_cast<int32_t>(id);
-  }
-  return -1;
-}
-
-std::mt19937_64 sentence_generator(uint64_t seed, uint64_t sentence_id) {
-  // std::seed_seq's mixing is fixed by the standard, so streams are the same on every platform.
-  std::seed_seq sequence{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                         static_cast<uint32_t>(sentence_id), static_cast<uint32_t>(sentence_id >> 32)};
-  return std::mt19937_64(sequence);
-}
-
 SamplingSentence::SamplingSentence(const StepModel& model, const SearchOptions& options, int max_generated,
-                                   uint64_t sentence_id)
-    : OnePathSentence(model, options, max_generated),
-      mask_chain_(make_mask_chain(model, options)),
-      log_prob_chain_(make_log_prob_chain(model, options)),
-      sampling_chain_(make_sampling_chain(options)),
-      generator_(sentence_generator(options.seed, sentence_id)) {}
+                                   uint64_t line)
+    : eos_id_(model.eos_id()),
+      vocab_(model.target_vocab_size()),
+      min_length_(options.min_length),
+      max_generated_(max_generated),
+      force_eos_at_max_length_(options.force_eos_at_max_length),
+      line_(line),
+      samples_(static_cast<size_t>(options.num_hypotheses)) {
+  for (int32_t s = 0; s < options.num_hypotheses; ++s) {
+    running_.push_back(s);
+    inputs_.push_back(model.decoder_start_id());
+  }
+}
 
-PathChoice SamplingSentence::choose(const SlotOutputs& outputs, const RowPosition& position) {
-  const Tensor& logits = *outputs.logits;
-  const ScoreRow masked = processed_row(logits, outputs.first_slot, mask_chain_, position, masked_scratch_);
-  sampling_chain_.apply(masked, position);
-  const int32_t token = sample_id(masked, generator_);
-  if (token < 0) return {};
-  const ScoreRow log_probs = processed_row(logits, outputs.first_slot, log_prob_chain_, position, log_prob_scratch_);
-  return {token, log_probs.values[token]};
+void SamplingSentence::add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const {
+  for (int32_t sample : running_) {
+    ops::SamplingRow row = base;
+    row.line_low = static_cast<uint32_t>(line_);
+    row.line_high = static_cast<uint32_t>(line_ >> 32);
+    row.step = static_cast<uint32_t>(generated_);
+    row.sample = static_cast<uint32_t>(sample);
+    row.banned_id = eos_banned() ? eos_id_ : -1;
+    rows.push_back(row);
+  }
+}
+
+void SamplingSentence::advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) {
+  continuing.clear();
+  SEQTRANS_CHECK(!done(), "sampling: the sentence is already done");
+  // HF's forced EOS leaves EOS (log-prob 0) as the only token at the last allowed step.
+  const bool forced = force_eos_at_max_length_ && generated_ == max_generated_ - 1;
+  std::vector<int32_t> still_running;
+  inputs_.clear();
+  for (size_t slot = 0; slot < running_.size(); ++slot) {
+    const size_t row = static_cast<size_t>(outputs.first_slot) + slot;
+    const int32_t token = forced ? eos_id_ : outputs.samples->ids[row];
+    const float log_prob = forced ? 0.0f : outputs.samples->log_probs[row];
+    SEQTRANS_CHECK(token >= 0 && token < vocab_ && std::isfinite(log_prob), "no token has a finite score at step {}",
+                   generated_);
+    Hypothesis& sample = samples_[static_cast<size_t>(running_[slot])];
+    sample.score += log_prob;
+    if (token == eos_id_) {
+      sample.finished = true;
+      continue;
+    }
+    sample.tokens.push_back(token);
+    sample.finished = false;  // unless it goes on: cut by the maximum length
+    if (static_cast<int>(sample.tokens.size()) >= max_generated_) continue;
+    still_running.push_back(running_[slot]);
+    inputs_.push_back(token);
+    continuing.push_back(static_cast<int32_t>(slot));
+  }
+  running_ = std::move(still_running);
+  generated_ += 1;
+}
+
+SearchResult SamplingSentence::take_result() {
+  SEQTRANS_CHECK(done(), "sampling: result taken before the sentence is done");
+  SearchResult result;
+  result.hypotheses = std::move(samples_);
+  return result;
 }
 
 }  // namespace seqtrans

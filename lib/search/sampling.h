@@ -1,42 +1,43 @@
-// Random sampling (HF `_sample` with do_sample=True): temperature, top-k and top-p filters over the
-// masked logits, then one draw per step from the sentence's own seeded generator.
+// Random sampling (HF `_sample` with do_sample=True) of one or several independent samples per sentence.
+// The draws happen in the model's output layer (ops::sample_tokens, on the device when the model runs
+// there); a sentence only says which stream each of its slots draws from and reads the drawn tokens.
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
-#include "search/greedy.h"
-#include "search/logits_processors.h"
+#include "search/options.h"
+#include "search/sentence_search.h"
 
 namespace seqtrans {
 
-// Uniform double in [0, 1) from the top 53 bits of one draw; unlike std::uniform_real_distribution its
-// output is fixed by this code, not by the standard library.
-double uniform_unit(std::mt19937_64& generator);
-
-// Draws an id with probability softmax(row); -inf ids are never drawn, -1 when no score is finite.
-int32_t sample_id(ScoreRow logits, std::mt19937_64& generator);
-
-// The generator of sentence `sentence_id` (the input line): streams differ per sentence and depend on
-// nothing else, so a line draws the same tokens whatever its batch or batching mode.
-std::mt19937_64 sentence_generator(uint64_t seed, uint64_t sentence_id);
-
-// One sampled path. Its score is the sum of the processed log-probs of the sampled tokens (log_softmax
-// of the raw logits and the masks, before temperature, top-k and top-p).
-class SamplingSentence : public OnePathSentence {
+// num_hypotheses samples of one sentence, sample s in the sentence's slot s while it runs. Every draw is
+// keyed by (seed, input line, step, s), so a sample does not depend on the batch, on the other samples or
+// on how many there are: sample 0 of --n-best 8 is the sample of --n-best 1. A sample's score is the sum
+// of its tokens' log-probs under the model (log_softmax of the logits, masks applied; temperature and
+// filters do not enter); a forced EOS adds 0. Results come in sample order, not sorted by score.
+class SamplingSentence : public SentenceSearch {
  public:
-  SamplingSentence(const StepModel& model, const SearchOptions& options, int max_generated, uint64_t sentence_id);
+  SamplingSentence(const StepModel& model, const SearchOptions& options, int max_generated, uint64_t line);
 
- protected:
-  PathChoice choose(const SlotOutputs& outputs, const RowPosition& position) override;
+  const std::vector<int32_t>& inputs() const override { return inputs_; }
+  bool eos_banned() const override { return generated_ < min_length_; }
+  void add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const override;
+  void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override;
+  bool done() const override { return running_.empty(); }
+  SearchResult take_result() override;
 
  private:
-  LogitsProcessorChain mask_chain_;
-  LogitsProcessorChain log_prob_chain_;
-  LogitsProcessorChain sampling_chain_;
-  std::mt19937_64 generator_;
-  std::vector<float> masked_scratch_, log_prob_scratch_;  // [vocab]
+  int32_t eos_id_;
+  int64_t vocab_;
+  int min_length_;
+  int max_generated_;
+  bool force_eos_at_max_length_;
+  uint64_t line_;
+  int generated_ = 0;                 // tokens every running sample has generated
+  std::vector<Hypothesis> samples_;   // [num_hypotheses]
+  std::vector<int32_t> running_;      // samples still running, in slot order
+  std::vector<int32_t> inputs_;       // [running] the token each feeds next
 };
 
 }  // namespace seqtrans

@@ -9,10 +9,16 @@
 
 namespace seqtrans {
 
+namespace {
+
+bool samples(const SearchOptions& options) {
+  return options.sampling_topk != 1 || options.sampling_topp < 1.0f || options.sampling_minp > 0.0f;
+}
+
+}  // namespace
+
 void validate_options(const SearchOptions& options) {
   SEQTRANS_CHECK(options.beam_size >= 1, "beam_size must be >= 1, got {}", options.beam_size);
-  SEQTRANS_CHECK(options.num_hypotheses >= 1 && options.num_hypotheses <= options.beam_size,
-                 "num_hypotheses must be in [1, beam_size={}], got {}", options.beam_size, options.num_hypotheses);
   SEQTRANS_CHECK(std::isfinite(options.length_penalty), "length_penalty must be finite, got {}",
                  options.length_penalty);
   SEQTRANS_CHECK(options.max_length_a >= 0, "max_length_a must be >= 0, got {}", options.max_length_a);
@@ -24,16 +30,23 @@ void validate_options(const SearchOptions& options) {
   SEQTRANS_CHECK(options.sampling_topp > 0.0f && options.sampling_topp <= 1.0f,
                  "sampling_topp must be in (0, 1], got {}", options.sampling_topp);
   SEQTRANS_CHECK(options.sampling_topk >= 0, "sampling_topk must be >= 0, got {}", options.sampling_topk);
-  const bool sampling = options.sampling_topk != 1 || options.sampling_topp < 1.0f;
-  SEQTRANS_CHECK(!sampling || options.beam_size == 1,
-                 "sampling (sampling_topk={}, sampling_topp={}) needs beam_size 1, got beam_size {}",
-                 options.sampling_topk, options.sampling_topp, options.beam_size);
+  SEQTRANS_CHECK(options.sampling_minp >= 0.0f && options.sampling_minp <= 1.0f,
+                 "sampling_minp must be in [0, 1], got {}", options.sampling_minp);
+  SEQTRANS_CHECK(!samples(options) || options.beam_size == 1,
+                 "sampling (sampling_topk={}, sampling_topp={}, sampling_minp={}) needs beam_size 1, got beam_size {}",
+                 options.sampling_topk, options.sampling_topp, options.sampling_minp, options.beam_size);
+  // Samples are independent: any number of them; beam search returns at most its beams.
+  SEQTRANS_CHECK(options.num_hypotheses >= 1 && (samples(options) || options.num_hypotheses <= options.beam_size),
+                 "num_hypotheses must be in [1, beam_size={}], got {}", options.beam_size, options.num_hypotheses);
 }
 
 SearchKind search_kind(const SearchOptions& options) {
   if (options.beam_size > 1) return SearchKind::Beam;
-  const bool sampling = options.sampling_topk != 1 || options.sampling_topp < 1.0f;
-  return sampling ? SearchKind::Sampling : SearchKind::Greedy;
+  return samples(options) ? SearchKind::Sampling : SearchKind::Greedy;
+}
+
+int slots_per_sentence(const SearchOptions& options) {
+  return search_kind(options) == SearchKind::Sampling ? options.num_hypotheses : options.beam_size;
 }
 
 int max_generated_length(const SearchOptions& options, size_t source_length) {
@@ -61,7 +74,7 @@ std::vector<SearchResult> search_with_streams(StepModel& model, const std::vecto
   // One batch: its bounds are known, so the pools are sized once.
   DecoderReservation reservation;
   reservation.sentences = static_cast<int64_t>(sources.size());
-  reservation.slots = reservation.sentences * options.beam_size;
+  reservation.slots = reservation.sentences * slots_per_sentence(options);
   for (const auto& source : sources) {
     reservation.source_length = std::max<int64_t>(reservation.source_length, static_cast<int64_t>(source.size()));
     reservation.target_length =

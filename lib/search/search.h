@@ -27,6 +27,9 @@ void validate_options(const SearchOptions& options);
 // search otherwise. Assumes validated options.
 SearchKind search_kind(const SearchOptions& options);
 
+// Decoder slots a sentence takes at most: its beams, or its samples.
+int slots_per_sentence(const SearchOptions& options);
+
 // Maximum generated tokens, EOS included, for a source of `source_length` ids (its EOS counted):
 // floor(max_length_a + max_length_b * source_length), at least 1. A tolerance of 1e-4 absorbs fp32
 // factors such as 0.7f that sit just below their decimal value.

@@ -46,14 +46,4 @@ bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots) {
   return true;
 }
 
-ScoreRow processed_row(const Tensor& logits, int64_t row, const LogitsProcessorChain& chain,
-                       const RowPosition& position, std::vector<float>& scratch) {
-  const int64_t vocab = logits.dim(1);
-  const float* source = logits.data<float>() + row * vocab;
-  scratch.assign(source, source + vocab);
-  ScoreRow view{scratch.data(), vocab};
-  chain.apply(view, position);
-  return view;
-}
-
 }  // namespace seqtrans

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "search/logits_processors.h"
 #include "search/options.h"
 #include "search/step_model.h"
 
@@ -26,9 +25,5 @@ int max_generated_length(const StepModel& model, const SearchOptions& options, s
 
 // True when `sources` keeps every one of `slots` slots in place, so that select() can be skipped.
 bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots);
-
-// Copies `logits` row `row` into `scratch` and runs `chain` on it. Returns the row view of `scratch`.
-ScoreRow processed_row(const Tensor& logits, int64_t row, const LogitsProcessorChain& chain,
-                       const RowPosition& position, std::vector<float>& scratch);
 
 }  // namespace seqtrans

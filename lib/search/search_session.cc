@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "search/search.h"
 #include "search/search_common.h"
 
 namespace seqtrans {
@@ -18,7 +19,11 @@ double seconds_between(Clock::time_point start, Clock::time_point end) {
 }  // namespace
 
 SearchSession::SearchSession(StepModel& model, const SearchOptions& options)
-    : model_(model), options_(options), plan_(step_plan(model, options)), state_(model.start()) {
+    : model_(model),
+      options_(options),
+      plan_(step_plan(model, options)),
+      sampling_base_(sampling_base(options)),
+      state_(model.start()) {
   check_step_model(model);
 }
 
@@ -32,34 +37,45 @@ void SearchSession::add(const std::vector<SessionSentence>& sentences) {
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(sentences.size());
   for (const SessionSentence& sentence : sentences) sources.push_back(sentence.source);
-  int32_t slot = static_cast<int32_t>(state_->slots());
+  const int32_t first_new = static_cast<int32_t>(state_->slots());
   model_.admit(*state_, sources);
-  for (const SessionSentence& sentence : sentences) {
+  // A search may start on several slots (samples): its admitted slot is repeated, all at position 0.
+  std::vector<int32_t> expanded(static_cast<size_t>(first_new));
+  std::iota(expanded.begin(), expanded.end(), 0);
+  for (size_t i = 0; i < sentences.size(); ++i) {
     Active active;
-    active.id = sentence.id;
-    active.source = sentence.source;
-    active.stream = sentence.stream;
-    active.search = make_sentence_search(model_, options_, sentence.source.size(), sentence.stream);
-    active.first_slot = slot++;
+    active.id = sentences[i].id;
+    active.source = sentences[i].source;
+    active.stream = sentences[i].stream;
+    active.search = make_sentence_search(model_, options_, sentences[i].source.size(), sentences[i].stream);
+    active.first_slot = static_cast<int32_t>(expanded.size());
+    expanded.insert(expanded.end(), active.search->inputs().size(), first_new + static_cast<int32_t>(i));
     active_.push_back(std::move(active));
     ++running_;
   }
+  if (!is_identity_selection(expanded, state_->slots())) model_.select(*state_, expanded);
   times_.encode += seconds_between(start, Clock::now());
 }
 
-SlotOutputs SearchSession::run_step(StepCandidates& candidates, Tensor& logits) {
+SlotOutputs SearchSession::run_step(StepCandidates& candidates, StepSamples& samples) {
   std::vector<int32_t> input_ids;
   std::vector<char> banned;
+  SampleRequest draws;
   for (const Active& active : active_) {
     const std::vector<int32_t>& inputs = active.search ? active.search->inputs() : active.parked_inputs;
     input_ids.insert(input_ids.end(), inputs.begin(), inputs.end());
     banned.insert(banned.end(), inputs.size(), active.search && active.search->eos_banned());
+    if (!plan_.samples) continue;
+    if (active.search)
+      active.search->add_draws(sampling_base_, draws.rows);
+    else
+      draws.rows.insert(draws.rows.end(), inputs.size(), sampling_base_);  // parked: drawn and ignored
   }
   SlotOutputs outputs;
-  if (plan_.needs_logits) {
-    logits = host_logits(model_.step(*state_, input_ids), static_cast<int64_t>(input_ids.size()),
-                         model_.target_vocab_size());
-    outputs.logits = &logits;
+  if (plan_.samples) {
+    draws.suppressed_ids = suppressed_without_eos(model_);
+    model_.step_samples(*state_, input_ids, draws, samples);
+    outputs.samples = &samples;
   } else {
     model_.step_candidates(*state_, input_ids, candidate_request(model_, plan_, banned), candidates);
     outputs.candidates = &candidates;
@@ -70,9 +86,9 @@ SlotOutputs SearchSession::run_step(StepCandidates& candidates, Tensor& logits) 
 void SearchSession::step(std::vector<FinishedSentence>& finished) {
   SEQTRANS_CHECK(running_ > 0, "search session: no sentence to step");
   StepCandidates candidates;
-  Tensor logits;
+  StepSamples samples;
   const Clock::time_point start = Clock::now();
-  SlotOutputs outputs = run_step(candidates, logits);
+  SlotOutputs outputs = run_step(candidates, samples);
   const Clock::time_point stepped = Clock::now();
   times_.model_step += seconds_between(start, stepped);
 
@@ -94,8 +110,8 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
       finished.push_back(FinishedSentence{active.id, active.search->take_result()});
       --running_;
       if (options_.shrink_batch) continue;
-      // Naive batching keeps a constant batch: beam_size slots per sentence after the first step.
-      const size_t parked = std::max(slots_before, static_cast<size_t>(options_.beam_size));
+      // Naive batching keeps a constant batch: beam_size slots (or samples) per sentence after the first step.
+      const size_t parked = std::max(slots_before, static_cast<size_t>(slots_per_sentence(options_)));
       active.search.reset();
       active.parked_inputs.assign(parked, model_.eos_id());
       for (size_t i = 0; i < parked; ++i) sources.push_back(first + static_cast<int32_t>(i % slots_before));

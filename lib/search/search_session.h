@@ -69,11 +69,12 @@ class SearchSession {
     std::vector<int32_t> parked_inputs;      // naive batching: slots kept after it is done, fed EOS
   };
   // Runs the model over the current slots and returns what each sentence reads.
-  SlotOutputs run_step(StepCandidates& candidates, Tensor& logits);
+  SlotOutputs run_step(StepCandidates& candidates, StepSamples& samples);
 
   StepModel& model_;
   SearchOptions options_;
   StepPlan plan_;
+  ops::SamplingRow sampling_base_;  // what every draw shares (sampling)
   std::unique_ptr<DecoderState> state_;
   std::vector<Active> active_;  // in slot order
   size_t running_ = 0;          // active sentences whose search is not done

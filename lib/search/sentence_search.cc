@@ -24,6 +24,21 @@ StepPlan step_plan(const StepModel& model, const SearchOptions& options) {
   return {};
 }
 
+ops::SamplingRow sampling_base(const SearchOptions& options) {
+  ops::SamplingRow row;
+  row.temperature = options.temperature;
+  row.top_k = options.sampling_topk;
+  row.top_p = options.sampling_topp;
+  row.min_p = options.sampling_minp;
+  row.seed_low = static_cast<uint32_t>(options.seed);
+  row.seed_high = static_cast<uint32_t>(options.seed >> 32);
+  return row;
+}
+
+void SentenceSearch::add_draws(const ops::SamplingRow& /*base*/, std::vector<ops::SamplingRow>& /*rows*/) const {
+  throw Error("this search draws no samples");
+}
+
 CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan, const std::vector<char>& banned) {
   CandidateRequest request{plan.k, suppressed_without_eos(model)};
   const size_t banning = static_cast<size_t>(std::count(banned.begin(), banned.end(), 1));

@@ -18,7 +18,7 @@ namespace seqtrans {
 // What one decoder step gave a sentence: the rows of its slots, which are contiguous in the step.
 struct SlotOutputs {
   const StepCandidates* candidates = nullptr;  // [step slots, k]: greedy and beam search
-  const Tensor* logits = nullptr;              // [step slots, V] fp32 on the host: sampling
+  const StepSamples* samples = nullptr;        // [step slots]: sampling
   int64_t first_slot = 0;                      // the sentence's first slot in the step
 };
 
@@ -30,6 +30,9 @@ class SentenceSearch {
   virtual const std::vector<int32_t>& inputs() const = 0;
   // True while the next step must not choose EOS for this sentence (min_length not reached yet).
   virtual bool eos_banned() const = 0;
+  // Sampling: appends the settings of each slot's next draw (`base` with the slot's stream, step, sample
+  // index and banned EOS), in slot order. Other searches draw nothing.
+  virtual void add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const;
   // Reads this step's rows of the sentence's slots and moves on. `continuing` gets, for each slot of the
   // next step, the index (among the sentence's current slots) of the slot whose state it continues; it is
   // left empty once the sentence is done.
@@ -39,12 +42,15 @@ class SentenceSearch {
   virtual SearchResult take_result() = 0;
 };
 
-// How every sentence of one search is stepped: the candidates each row needs (greedy and beam), or full
-// logits rows (sampling).
+// How every sentence of one search is stepped: the candidates each row needs (greedy and beam), or one
+// draw per row (sampling).
 struct StepPlan {
-  bool needs_logits = false;
+  bool samples = false;
   int k = 1;  // candidates per row, EOS counted, when no row bans EOS
 };
+
+// The settings every draw of a search shares (temperature and filters, seed); add_draws fills the rest.
+ops::SamplingRow sampling_base(const SearchOptions& options);
 
 StepPlan step_plan(const StepModel& model, const SearchOptions& options);
 
@@ -55,7 +61,7 @@ StepPlan step_plan(const StepModel& model, const SearchOptions& options);
 CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan, const std::vector<char>& banned);
 
 // A sentence's search under `options` (validated), for a source of `source_length` ids. `sentence_id`
-// keys its random stream (sampling), so a line samples the same tokens whatever its batch.
+// (the input line) keys its random stream (sampling), so a line samples the same tokens whatever its batch.
 std::unique_ptr<SentenceSearch> make_sentence_search(const StepModel& model, const SearchOptions& options,
                                                      size_t source_length, uint64_t sentence_id);
 

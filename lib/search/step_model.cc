@@ -28,4 +28,17 @@ void StepModel::step_candidates(DecoderState& state, const std::vector<int32_t>&
   candidates.ids = ids.to_int_vector();
 }
 
+void StepModel::step_samples(DecoderState& state, const std::vector<int32_t>& input_ids, const SampleRequest& request,
+                             StepSamples& samples) {
+  const int64_t slots = static_cast<int64_t>(input_ids.size());
+  const Tensor logits = host_logits(step(state, input_ids), slots, target_vocab_size());  // [slots, vocab]
+  const Tensor suppressed = Tensor::from_ints({static_cast<int64_t>(request.suppressed_ids.size())}, request.suppressed_ids);
+  ops::SampleOptions options;
+  options.suppressed_ids = request.suppressed_ids.empty() ? nullptr : &suppressed;
+  Tensor ids, log_probs;
+  ops::sample_tokens(logits, ops::sampling_rows_tensor(request.rows), options, ids, log_probs);
+  samples.ids = ids.to_int_vector();
+  samples.log_probs = log_probs.to_float_vector();
+}
+
 }  // namespace seqtrans

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ops/ops.h"
 
 namespace seqtrans {
 
@@ -34,6 +35,18 @@ struct StepCandidates {
   int k = 0;
   std::vector<float> log_probs;  // [slots, k]
   std::vector<int32_t> ids;      // [slots, k]
+};
+
+// What search asks of one decoding step when it samples: one draw per slot (ops::sample_tokens).
+struct SampleRequest {
+  std::vector<int32_t> suppressed_ids;  // never drawn, for every slot
+  std::vector<ops::SamplingRow> rows;   // [slots] each slot's settings and random stream
+};
+
+// Per slot, the drawn token and its log-prob (log_softmax of the logits, before the sampling filters).
+struct StepSamples {
+  std::vector<int32_t> ids;      // [slots], -1 where no token could be drawn
+  std::vector<float> log_probs;  // [slots]
 };
 
 // Bounds of a run, for StepModel::reserve; 0 leaves a bound to grow on demand.
@@ -76,6 +89,11 @@ class StepModel {
   // so that only [slots, k] values cross to the host.
   virtual void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids,
                                const CandidateRequest& request, StepCandidates& candidates);
+
+  // Feeds one token per slot and draws each slot's next token. The default samples the logits of step() on
+  // the host; models override it to sample on the device, so that only [slots] values cross to the host.
+  virtual void step_samples(DecoderState& state, const std::vector<int32_t>& input_ids, const SampleRequest& request,
+                            StepSamples& samples);
 
   // Rebuilds the state so that new slot i continues old slot `sources[i]`. Serves beam reordering,
   // expanding one slot per sentence into beam-size slots, and dropping finished slots (the shrinking batch).

@@ -54,6 +54,23 @@ TEST_CASE("search_kind picks the algorithm", "[search][options]") {
   options.sampling_topk = 1;
   options.sampling_topp = 0.9f;
   CHECK(search_kind(options) == SearchKind::Sampling);
+  options.sampling_topp = 1.0f;
+  options.sampling_minp = 0.1f;
+  CHECK(search_kind(options) == SearchKind::Sampling);
+}
+
+TEST_CASE("sampling options: min-p in [0, 1], any number of samples, no beam", "[search][options]") {
+  SearchOptions options;
+  options.beam_size = 1;
+  options.sampling_minp = 1.5f;
+  CHECK_THROWS_WITH(validate_options(options), "sampling_minp must be in [0, 1], got 1.5");
+  options.sampling_minp = 0.05f;
+  options.num_hypotheses = 16;  // samples, not beams
+  CHECK_NOTHROW(validate_options(options));
+  CHECK(slots_per_sentence(options) == 16);
+  options.beam_size = 2;
+  CHECK_THROWS_WITH(validate_options(options),
+                    "sampling (sampling_topk=1, sampling_topp=1, sampling_minp=0.05) needs beam_size 1, got beam_size 2");
 }
 
 TEST_CASE("max_generated_length is a + b * source length, at least 1", "[search][options]") {

@@ -11,6 +11,7 @@
 #include "fake_step_model.h"
 #include "hash_logits.h"
 #include "search/search.h"
+#include "support/hf_warpers.h"
 
 namespace seqtrans {
 namespace testing {
@@ -160,18 +161,101 @@ TEST_CASE("sampling: a sentence's draws do not depend on the rest of the batch",
   CHECK(other[0].hypotheses[0].tokens != batch[3].hypotheses[0].tokens);
 }
 
-TEST_CASE("sampling: the uniform draw and the id draw are fixed by our code", "[search][sampling]") {
-  std::mt19937_64 generator(7);
-  for (int i = 0; i < 1000; ++i) {
-    const double unit = uniform_unit(generator);
-    CHECK(unit >= 0.0);
-    CHECK(unit < 1.0);
+TEST_CASE("sampling: n-best gives independent samples, sample s the same whatever N", "[search][sampling]") {
+  SearchOptions one = sampling_options(0, 1.0f, 1.3f, 21);
+  SearchOptions three = one, five = one;
+  three.num_hypotheses = 3;
+  five.num_hypotheses = 5;
+  FakeStepModel one_model = hash_model(), three_model = hash_model(), five_model = hash_model();
+  const auto single = search(one_model, kSources, one);
+  const auto three_samples = search(three_model, kSources, three);
+  const auto five_samples = search(five_model, kSources, five);
+  bool samples_differ = false;
+  for (size_t sentence = 0; sentence < kSources.size(); ++sentence) {
+    REQUIRE(three_samples[sentence].hypotheses.size() == 3);
+    REQUIRE(five_samples[sentence].hypotheses.size() == 5);
+    // Sample 0 is the one-sample run's; the first three of five are the three of three (sample order).
+    CHECK(three_samples[sentence].hypotheses[0].tokens == single[sentence].hypotheses[0].tokens);
+    CHECK(three_samples[sentence].hypotheses[0].score == single[sentence].hypotheses[0].score);
+    for (size_t s = 0; s < 3; ++s) {
+      CHECK(five_samples[sentence].hypotheses[s].tokens == three_samples[sentence].hypotheses[s].tokens);
+      CHECK(five_samples[sentence].hypotheses[s].score == three_samples[sentence].hypotheses[s].score);
+    }
+    for (size_t s = 1; s < 5; ++s)
+      samples_differ |= five_samples[sentence].hypotheses[s].tokens != five_samples[sentence].hypotheses[0].tokens;
   }
+  CHECK(samples_differ);
+  // A sentence's samples start together: its admitted slot is repeated once per sample, at position 0.
+  REQUIRE(!five_model.steps.empty());
+  CHECK(five_model.steps[0].size() == 5 * kSources.size());
+}
+
+TEST_CASE("sampling: min_length bans EOS per draw, min-p alone samples", "[search][sampling]") {
+  SearchOptions options = sampling_options(0, 1.0f, 1.0f, 8);
+  options.min_length = 3;
+  options.num_hypotheses = 4;
+  FakeStepModel model = hash_model();
+  for (const SearchResult& result : search(model, kSources, options))
+    for (const Hypothesis& sample : result.hypotheses) CHECK(sample.tokens.size() >= 3);
+  // Min-p 1 keeps only the best token: greedy again.
+  SearchOptions min_p = sampling_options(1, 1.0f, 1.0f, 0);
+  FakeStepModel greedy_model = hash_model();
+  const auto greedy = search(greedy_model, kSources, min_p);
+  min_p.sampling_topk = 0;
+  min_p.sampling_minp = 1.0f;
+  REQUIRE(search_kind(min_p) == SearchKind::Sampling);
+  FakeStepModel min_p_model = hash_model();
+  const auto results = search(min_p_model, kSources, min_p);
+  for (size_t sentence = 0; sentence < kSources.size(); ++sentence)
+    CHECK(results[sentence].hypotheses[0].tokens == greedy[sentence].hypotheses[0].tokens);
+}
+
+// Two-token samples of a scripted model whose second-step logits depend on the first token: the pairs'
+// frequencies must follow the product of HF's warped distributions at both steps (chi-square), which also
+// checks that steps and samples draw independently.
+void check_two_step_frequencies(const testing::Warpers& warpers, uint64_t seed) {
+  constexpr int64_t kVocab = 8;  // EOS 0, words 1..6, pad 7 (suppressed, the decoder start)
   const float minus_infinity = -std::numeric_limits<float>::infinity();
-  std::vector<float> only_two = {minus_infinity, 0.0f, minus_infinity};
-  for (int i = 0; i < 100; ++i) CHECK(sample_id(ScoreRow{only_two.data(), 3}, generator) == 1);
-  std::vector<float> none = {minus_infinity, minus_infinity};
-  CHECK(sample_id(ScoreRow{none.data(), 2}, generator) == -1);
+  const std::vector<float> first = {-1.5f, 0.7f, 1.9f, -0.3f, 1.2f, 0.1f, 1.9f, minus_infinity};
+  const auto second = [&](int32_t previous) {
+    std::vector<float> logits(kVocab, minus_infinity);
+    for (int32_t id = 0; id < 7; ++id) logits[id] = first[(id + previous) % 7];
+    return logits;
+  };
+  FakeStepModel model(kVocab, 0, 7, {7}, [&](const std::vector<int32_t>&, const std::vector<int32_t>& prefix) {
+    return prefix.size() == 1 ? first : second(prefix.back());
+  });
+  SearchOptions options = sampling_options(warpers.top_k, warpers.top_p, warpers.temperature, seed);
+  options.sampling_minp = warpers.min_p;
+  options.max_length_a = 2;
+  options.num_hypotheses = 4;
+  const std::vector<std::vector<int32_t>> sources(5000, std::vector<int32_t>{1, 0});
+  std::vector<int32_t> cells;  // first * kVocab + second (second 0 when the first is EOS)
+  for (const SearchResult& result : search(model, sources, options))
+    for (const Hypothesis& sample : result.hypotheses) {
+      const int32_t a = sample.tokens.empty() ? 0 : sample.tokens[0];
+      const int32_t b = sample.tokens.size() < 2 ? 0 : sample.tokens[1];
+      cells.push_back(a * static_cast<int32_t>(kVocab) + b);
+    }
+  const std::vector<double> p_first = testing::warped_distribution(first, warpers);
+  std::vector<double> expected(static_cast<size_t>(kVocab * kVocab), 0.0);
+  for (int32_t a = 0; a < kVocab; ++a) {
+    if (a == 0) {
+      expected[0] += p_first[0];
+      continue;
+    }
+    const std::vector<double> p_second = testing::warped_distribution(second(a), warpers);
+    for (int32_t b = 0; b < kVocab; ++b) expected[a * kVocab + b] += p_first[a] * p_second[b];
+  }
+  testing::check_chi_square(cells, expected);
+}
+
+TEST_CASE("sampling: two-step frequencies follow HF's warpers (chi-square)", "[search][sampling]") {
+  SECTION("whole vocabulary") { check_two_step_frequencies({0, 1.0f, 0.0f, 1.0f}, 31); }
+  SECTION("top-k") { check_two_step_frequencies({3, 1.0f, 0.0f, 1.0f}, 32); }
+  SECTION("top-p") { check_two_step_frequencies({0, 0.7f, 0.0f, 1.0f}, 33); }
+  SECTION("min-p") { check_two_step_frequencies({0, 1.0f, 0.3f, 1.0f}, 34); }
+  SECTION("all, with temperature") { check_two_step_frequencies({5, 0.85f, 0.1f, 0.7f}, 35); }
 }
 
 TEST_CASE("sampling with beam_size > 1 is refused", "[search][sampling]") {
@@ -179,7 +263,7 @@ TEST_CASE("sampling with beam_size > 1 is refused", "[search][sampling]") {
   SearchOptions options = sampling_options(5, 1.0f, 1.0f, 0);
   options.beam_size = 2;
   CHECK_THROWS_WITH(search(model, kSources, options),
-                    "sampling (sampling_topk=5, sampling_topp=1) needs beam_size 1, got beam_size 2");
+                    "sampling (sampling_topk=5, sampling_topp=1, sampling_minp=0) needs beam_size 1, got beam_size 2");
 }
 
 }  // namespace testing
