@@ -204,17 +204,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
 }
 
 std::vector<Translation> Translator::translate(const std::vector<Line>& lines, const WarningSink& warn) {
-  std::vector<Translation> translations;
-  translations.reserve(lines.size());
-  bool fed = false;
-  translate_stream(
-      [&] {
-        if (fed) return std::vector<Line>{};
-        fed = true;
-        return lines;
-      },
-      [&](const Line&, Translation& translation) { translations.push_back(std::move(translation)); }, warn);
-  return translations;
+  return translate_window(*this, lines, warn);
 }
 
 }  // namespace seqtrans

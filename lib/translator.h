@@ -73,6 +73,23 @@ using TranslationSink = std::function<void(const Line& line, Translation& transl
 // Warnings (e.g. a truncated line, named by its 1-based input line number).
 using WarningSink = std::function<void(const std::string&)>;
 
+// One window of lines through an engine's translate_stream (Translator, TranslatorGroup): output i belongs
+// to lines[i].
+template <typename Engine>
+std::vector<Translation> translate_window(Engine& engine, const std::vector<Line>& lines, const WarningSink& warn) {
+  std::vector<Translation> translations;
+  translations.reserve(lines.size());
+  bool fed = false;
+  engine.translate_stream(
+      [&] {
+        if (fed) return std::vector<Line>{};
+        fed = true;
+        return lines;
+      },
+      [&](const Line&, Translation& translation) { translations.push_back(std::move(translation)); }, warn);
+  return translations;
+}
+
 class Translator {
  public:
   explicit Translator(const TranslatorOptions& options);
