@@ -12,7 +12,7 @@ build_dir=build-sanitize
 scripts/install_deps.sh clang libclang-rt-dev
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DSEQTRANS_WITH_CUDA=OFF -DSEQTRANS_FUZZ=ON >/dev/null
+    -DSEQTRANS_WITH_CUDA=OFF -DSEQTRANS_SANITIZE=ON -DSEQTRANS_FUZZ=ON >/dev/null
 fi
 cmake --build "$build_dir" -j "$(nproc)" --target seqtrans_unit_tests seqtrans_ops_tests seqtrans_search_tests \
   model_file_fuzzer tokenizer_fuzzer line_reader_fuzzer

@@ -10,9 +10,11 @@
 #include "cpu/cpu_ops.h"
 #include "ops/ops.h"
 #include "ops/runtime.h"
+#include "support/errors.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
+using seqtrans::testing::error_of;
 using seqtrans::testing::max_relative_error;
 using seqtrans::testing::random_floats;
 using seqtrans::testing::random_ints;
@@ -37,17 +39,6 @@ std::vector<float> naive_layer_norm(std::vector<double> row, const std::vector<f
 // A view of `host`'s memory labelled CUDA: it stands for a device operand without a GPU. Front ends must
 // refuse it before any kernel reads it.
 Tensor labelled_cuda(const Tensor& host) { return Tensor::borrow(host.raw(), host.shape(), host.dtype(), Device::CUDA); }
-
-// The message of the seqtrans::Error that `call` throws; empty when it throws none.
-template <typename Call>
-std::string error_of(Call call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -676,24 +676,11 @@ TEST_CASE("cuda pool ops match the CPU: append and attention through blocks, sca
 #include "core/error.h"
 #include "ops/ops.h"
 #include "ops/runtime.h"
-
-namespace {
-
-// The message of the seqtrans::Error that `call` throws; empty when it throws none.
-template <typename Call>
-std::string error_of(Call call) {
-  try {
-    call();
-  } catch (const seqtrans::Error& error) {
-    return error.what();
-  }
-  return "";
-}
-
-}  // namespace
+#include "support/errors.h"
 
 TEST_CASE("a build without CUDA refuses the CUDA device and CUDA tensors with a clear error", "[ops]") {
   using namespace seqtrans;
+  using seqtrans::testing::error_of;
   CHECK(error_of([] { ops::initialize_device(Device::CUDA, 0, 0); }).find("no CUDA support") != std::string::npos);
   // Borrowed host memory labelled CUDA passes the front end's checks and reaches the device switch.
   std::vector<float> x_values(6, 1.0f), bias_values(3, 0.5f);
