@@ -214,16 +214,21 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
 }
 
 std::vector<Translation> Translator::translate(const std::vector<Line>& lines, const WarningSink& warn) {
+  return translate_window([&](const LineFeed& feed, const TranslationSink& sink) { translate_stream(feed, sink, warn); },
+                          lines);
+}
+
+std::vector<Translation> translate_window(const StreamFunction& stream, const std::vector<Line>& lines) {
   std::vector<Translation> translations;
   translations.reserve(lines.size());
   bool fed = false;
-  translate_stream(
+  stream(
       [&] {
         if (fed) return std::vector<Line>{};
         fed = true;
         return lines;
       },
-      [&](const Line&, Translation& translation) { translations.push_back(std::move(translation)); }, warn);
+      [&](const Line&, Translation& translation) { translations.push_back(std::move(translation)); });
   return translations;
 }
 

@@ -72,6 +72,12 @@ using TranslationSink = std::function<void(const Line& line, Translation& transl
 // Warnings (e.g. a truncated line, named by its 1-based input line number).
 using WarningSink = std::function<void(const std::string&)>;
 
+// A translate_stream (a Translator's, a TranslatorGroup's) with its warning sink bound.
+using StreamFunction = std::function<void(const LineFeed& feed, const TranslationSink& sink)>;
+
+// Runs `stream` over one window of lines; translation i belongs to lines[i].
+std::vector<Translation> translate_window(const StreamFunction& stream, const std::vector<Line>& lines);
+
 class Translator {
  public:
   explicit Translator(const TranslatorOptions& options);

@@ -207,17 +207,8 @@ void TranslatorGroup::deal_stream(const LineFeed& feed, const TranslationSink& s
 }
 
 std::vector<Translation> TranslatorGroup::translate(const std::vector<Line>& lines, const WarningSink& warn) {
-  std::vector<Translation> translations;
-  translations.reserve(lines.size());
-  bool fed = false;
-  translate_stream(
-      [&] {
-        if (fed) return std::vector<Line>{};
-        fed = true;
-        return lines;
-      },
-      [&](const Line&, Translation& translation) { translations.push_back(std::move(translation)); }, warn);
-  return translations;
+  return translate_window([&](const LineFeed& feed, const TranslationSink& sink) { translate_stream(feed, sink, warn); },
+                          lines);
 }
 
 void TranslatorGroup::set_search(const SearchOptions& search, const OpenSettings& open) {
