@@ -46,8 +46,10 @@ cudaStream_t current_stream();
 // Waits for all work queued on the current stream; throws if any of it failed.
 void synchronize();
 
-// Counters of the caching allocator (cudaMalloc calls, bytes in use, peak).
+// Counters of the caching allocator (cudaMalloc calls, bytes in use, peak) of this thread's device.
 MemoryStats memory_stats();
+// The same added up over every prepared device (peaks too: a bound on the peak of the total).
+MemoryStats total_memory_stats();
 
 // The caching allocator itself (private pools for CUDA graphs).
 CachingArena& arena();
