@@ -141,6 +141,9 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
     SEQTRANS_CHECK(options.command->count(flag) == 0,
                    "{} shapes the synthetic model; add --synthetic (a real run takes -b, --max-batch-size)", flag);
   if (!options.arrival_rates.empty()) return run_arrival_bench(options, run);
+  // The stage profiler is one per process: it times one engine's stages, not several at once.
+  SEQTRANS_CHECK(!options.profile || common.devices.indices.size() == 1, "--profile measures one device; --device {} names {}",
+                 common.text.device, common.devices.indices.size());
   bench::RealOptions real;
   real.translator = common.translator;
   real.device_indices = common.devices.indices;

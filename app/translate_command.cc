@@ -22,13 +22,12 @@ std::string single_line(std::string text) {
   return text;
 }
 
-void write_translation(std::ostream& out, const TranslateOptions& options, size_t line_index,
-                       const Translation& translation) {
+void write_translation(std::ostream& out, bool with_scores, size_t line_index, const Translation& translation) {
   if (translation.texts.size() > 1) {  // n-best: "index ||| text ||| score", one line per hypothesis
     for (size_t k = 0; k < translation.texts.size(); ++k)
       out << line_index << " ||| " << single_line(translation.texts[k]) << " ||| "
           << fmt::format("{:.4f}", translation.scores[k]) << '\n';
-  } else if (options.with_scores) {
+  } else if (with_scores) {
     out << fmt::format("{:.4f}", translation.scores[0]) << " ||| " << single_line(translation.texts[0]) << '\n';
   } else {
     out << single_line(translation.texts[0]) << '\n';
@@ -42,12 +41,11 @@ std::string base_name(const std::string& path) {
 
 // Translates everything `reader` yields into `out`, each line written (in input order) as soon as it and
 // the lines before it are translated.
-void translate_stream(TranslatorGroup& translator, LineReader& reader, std::ostream& out, const TranslateOptions& options,
-                      ProgressBar& progress) {
-  const auto warn = [&](const std::string& message) { log(options.common, LogLevel::Warning, message); };
+void translate_stream(TranslatorGroup& translator, LineReader& reader, std::ostream& out, bool with_scores,
+                      const WarningSink& warn, ProgressBar& progress) {
   translator.translate_stream([&] { return reader.read_window(); },
                               [&](const Line& line, Translation& translation) {
-                                write_translation(out, options, line.index, translation);
+                                write_translation(out, with_scores, line.index, translation);
                                 out.flush();  // an interactive user sees each line as soon as it is done
                                 SEQTRANS_CHECK(out.good(), "error writing output (disk full or closed pipe?)");
                                 progress.advance(1);
@@ -89,14 +87,22 @@ void check_outputs(const TranslateOptions& options) {
 }
 
 // Translates one stream into the output file at `path`, which appears (or changes) only when complete.
-void translate_to_file(TranslatorGroup& translator, LineReader& reader, const std::string& path,
-                       const TranslateOptions& options, ProgressBar& progress) {
+void translate_to_file(TranslatorGroup& translator, LineReader& reader, const std::string& path, bool with_scores,
+                       const WarningSink& warn, ProgressBar& progress) {
   const std::unique_ptr<OutputTarget> out = open_output(path);
-  translate_stream(translator, reader, out->stream(), options, progress);
+  translate_stream(translator, reader, out->stream(), with_scores, warn, progress);
   out->commit();
 }
 
 }  // namespace
+
+void translate_file(TranslatorGroup& translator, const std::string& input, const std::string& output,
+                    bool with_scores, const WarningSink& warn) {
+  plan_output(output);
+  LineReader reader = LineReader::open(input, translator.options().batching.read_ahead);
+  ProgressBar progress(false, 0, "");
+  translate_to_file(translator, reader, output, with_scores, warn, progress);
+}
 
 CLI::App* add_translate_command(CLI::App& app, TranslateOptions& options) {
   CLI::App* command = app.add_subcommand("translate", "Translate lines of text (stdin or files)");
@@ -139,26 +145,28 @@ int run_translate(TranslateOptions& options) {
   log(common, LogLevel::Info, fmt::format("model {} on {}", common.translator.model_path, describe(common.devices)));
   log(common, LogLevel::Info, "search: " + translator.search_settings_summary());
   const size_t read_ahead = common.translator.batching.read_ahead;
+  const auto warn = [&](const std::string& message) { log(common, LogLevel::Warning, message); };
+  const bool with_scores = options.with_scores;
   const bool show_progress = !common.quiet && ::isatty(STDERR_FILENO) && !options.inputs.empty();
 
   if (options.inputs.empty()) {
     LineReader reader(STDIN_FILENO, read_ahead);
     ProgressBar progress(false, 0, "");
     if (options.output.empty()) {
-      translate_stream(translator, reader, std::cout, options, progress);
+      translate_stream(translator, reader, std::cout, with_scores, warn, progress);
     } else {
-      translate_to_file(translator, reader, options.output, options, progress);
+      translate_to_file(translator, reader, options.output, with_scores, warn, progress);
     }
   } else {
     for (const std::string& input : options.inputs) {
       LineReader reader = LineReader::open(input, read_ahead);
       ProgressBar progress(show_progress, show_progress ? count_lines(input) : 0, base_name(input));
       if (options.output.empty() && options.output_dir.empty()) {
-        translate_stream(translator, reader, std::cout, options, progress);
+        translate_stream(translator, reader, std::cout, with_scores, warn, progress);
       } else {
         const std::string path =
             options.output_dir.empty() ? options.output : output_dir_path(options.output_dir, input);
-        translate_to_file(translator, reader, path, options, progress);
+        translate_to_file(translator, reader, path, with_scores, warn, progress);
       }
       progress.finish();
     }

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common_options.h"
+#include "translator_group.h"
 
 namespace seqtrans::app {
 
@@ -20,5 +21,11 @@ struct TranslateOptions {
 
 CLI::App* add_translate_command(CLI::App& app, TranslateOptions& options);
 int run_translate(TranslateOptions& options);
+
+// `seqtrans translate -i input -o output [--with-scores]` once the translator is loaded: the output file
+// is refused, written and replaced as -o says; warnings (truncated lines) go to `warn`. The Python
+// package's translate_file.
+void translate_file(TranslatorGroup& translator, const std::string& input, const std::string& output,
+                    bool with_scores, const WarningSink& warn);
 
 }  // namespace seqtrans::app

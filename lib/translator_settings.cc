@@ -85,22 +85,26 @@ DevicePlan resolve_settings(const TextSettings& text, TranslatorOptions& options
                  "--batching: '{}' is not iteration or shrinking", text.batching);
   options.batching_mode = text.batching == "shrinking" ? Batching::Shrinking : Batching::Iteration;
 
+  resolve_search_settings(text, options.search, options.open_settings);
+  return plan;
+}
+
+void resolve_search_settings(const TextSettings& text, SearchOptions& search, OpenSettings& open) {
   SEQTRANS_CHECK(!text.max_length.empty() && text.max_length.size() <= 2, "--max-length takes A or A B");
   const float a = text.max_length[0];
   SEQTRANS_CHECK(a >= 1 && a == std::floor(a) && a < 1e9f, "--max-length: A must be a whole number >= 1, got {}", a);
-  options.search.max_length_a = static_cast<int>(a);
-  options.search.max_length_b = text.max_length.size() > 1 ? text.max_length[1] : 0.0f;
-  SEQTRANS_CHECK(options.search.max_length_b >= 0, "--max-length: B must be >= 0");
+  search.max_length_a = static_cast<int>(a);
+  search.max_length_b = text.max_length.size() > 1 ? text.max_length[1] : 0.0f;
+  SEQTRANS_CHECK(search.max_length_b >= 0, "--max-length: B must be >= 0");
 
   SEQTRANS_CHECK(text.force_eos == "auto" || text.force_eos == "on" || text.force_eos == "off",
                  "--force-eos: '{}' is not auto, on or off", text.force_eos);
-  options.search.force_eos_at_max_length = text.force_eos == "on";
+  search.force_eos_at_max_length = text.force_eos == "on";
 
   // What the caller left open, the model file's generation defaults fill (see generation_defaults.h).
-  options.open_settings.beam_size = !text.beam_size_given;
-  options.open_settings.max_length = !text.max_length_given;
-  options.open_settings.forced_eos = text.force_eos == "auto";
-  return plan;
+  open.beam_size = !text.beam_size_given;
+  open.max_length = !text.max_length_given;
+  open.forced_eos = text.force_eos == "auto";
 }
 
 }  // namespace seqtrans

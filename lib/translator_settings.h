@@ -39,4 +39,7 @@ DevicePlan parse_device(const std::string& text);
 // and returns the devices; options.device_index is the plan's first device.
 DevicePlan resolve_settings(const TextSettings& text, TranslatorOptions& options);
 
+// The search part of resolve_settings: the length limit, forced EOS and which settings stay open.
+void resolve_search_settings(const TextSettings& text, SearchOptions& search, OpenSettings& open);
+
 }  // namespace seqtrans

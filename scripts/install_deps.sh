@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 system_packages=(build-essential cmake ninja-build pkg-config protobuf-compiler libprotobuf-dev
-  libsentencepiece-dev libcli11-dev libfmt-dev catch2 libopenblas-dev python3 python3-pip "$@")
+  libsentencepiece-dev libcli11-dev libfmt-dev catch2 libopenblas-dev python3 python3-pip python3-venv python3-dev "$@")
 missing=()
 for package in "${system_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -143,6 +143,20 @@ size_t available_memory(int device_index) {
 
 MemoryStats memory_stats() { return runtime().arena().stats(); }
 
+MemoryStats total_memory_stats() {
+  std::lock_guard<std::mutex> lock(runtime_mutex);
+  MemoryStats total;
+  for (const auto& [device, device_runtime] : runtimes()) {
+    const MemoryStats stats = device_runtime->arena().stats();
+    total.cuda_malloc_calls += stats.cuda_malloc_calls;
+    total.allocations += stats.allocations;
+    total.bytes_reserved += stats.bytes_reserved;
+    total.bytes_in_use += stats.bytes_in_use;
+    total.peak_bytes_in_use += stats.peak_bytes_in_use;
+  }
+  return total;
+}
+
 CachingArena& arena() { return runtime().arena(); }
 
 }  // namespace seqtrans::cuda

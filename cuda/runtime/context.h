@@ -46,11 +46,13 @@ cudaStream_t current_stream();
 // Waits for all work queued on the current stream; throws if any of it failed.
 void synchronize();
 
-// Counters of the caching allocator (cudaMalloc calls, bytes in use, peak).
+// Counters of the caching allocator (cudaMalloc calls, bytes in use, peak) of this thread's device.
 // Bytes a new working set could take on the device: what it has free (cudaMemGetInfo) plus what its arena
 // holds unused, asked before or after initialization.
 size_t available_memory(int device_index);
 MemoryStats memory_stats();
+// The same added up over every prepared device (peaks too: a bound on the peak of the total).
+MemoryStats total_memory_stats();
 
 // The caching allocator itself (private pools for CUDA graphs).
 CachingArena& arena();

@@ -68,7 +68,7 @@ DeviceMemory device_memory(Device device) {
   DeviceMemory memory;
 #ifdef SEQTRANS_WITH_CUDA
   if (device == Device::CUDA && cuda::initialized()) {
-    const cuda::MemoryStats stats = cuda::memory_stats();
+    const cuda::MemoryStats stats = cuda::total_memory_stats();
     memory.reservations = stats.cuda_malloc_calls;
     memory.bytes_reserved = stats.bytes_reserved;
     memory.peak_bytes_in_use = stats.peak_bytes_in_use;

@@ -32,7 +32,8 @@ struct DeviceMemory {
   size_t bytes_reserved = 0;
   size_t peak_bytes_in_use = 0;
 };
-// Zeros for the CPU or before initialization.
+// Added up over the GPUs in use (one engine per GPU: peaks added too); zeros for the CPU or before
+// initialization.
 DeviceMemory device_memory(Device device);
 
 }  // namespace seqtrans::ops

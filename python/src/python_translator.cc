@@ -1,0 +1,98 @@
+#include "python_translator.h"
+
+#include <tuple>
+
+#include "translate_command.h"
+
+namespace seqtrans::python {
+namespace {
+
+// A call's settings as the CLI would hold them: the text settings and the search options.
+void resolve_call(const CallArgs& call, SearchOptions& search, OpenSettings& open) {
+  TextSettings text;
+  text.beam_size_given = call.beam_size.has_value();
+  text.max_length_given = call.max_length.has_value();
+  if (call.max_length) text.max_length = *call.max_length;
+  if (call.force_eos) text.force_eos = *call.force_eos ? "on" : "off";
+  search = SearchOptions();
+  if (call.beam_size) search.beam_size = *call.beam_size;
+  search.num_hypotheses = call.n_best;
+  search.length_penalty = call.length_penalty;
+  search.sampling_topk = call.sampling_topk;
+  search.sampling_topp = call.sampling_topp;
+  search.temperature = call.temperature;
+  search.seed = call.seed;
+  resolve_search_settings(text, search, open);
+}
+
+WarningSink collect_into(std::vector<std::string>& warnings) {
+  return [&warnings](const std::string& message) { warnings.push_back(message); };
+}
+
+}  // namespace
+
+bool CallArgs::operator==(const CallArgs& other) const {
+  return std::tie(beam_size, n_best, length_penalty, max_length, force_eos, sampling_topk, sampling_topp,
+                  temperature, seed) == std::tie(other.beam_size, other.n_best, other.length_penalty,
+                                                 other.max_length, other.force_eos, other.sampling_topk,
+                                                 other.sampling_topp, other.temperature, other.seed);
+}
+
+PythonTranslator::PythonTranslator(const EngineArgs& args) {
+  TranslatorOptions options;
+  options.model_path = args.model_path;
+  options.cpu_threads = args.threads;
+  options.batching.max_batch_size = args.max_batch_size;
+  options.batching.max_batch_tokens = args.max_batch_tokens;
+  options.batching.read_ahead = args.read_ahead;
+  options.min_join = args.min_join;
+  options.max_input_length = args.max_input_length;
+  TextSettings text;
+  text.device = args.device;
+  text.precision = args.precision;
+  text.batching = args.batching;
+  const DevicePlan devices = resolve_settings(text, options);
+  resolve_call(current_, options.search, options.open_settings);
+  device_ = describe(devices);
+  group_ = std::make_unique<TranslatorGroup>(options, devices.indices);
+}
+
+void PythonTranslator::use(const CallArgs& call) {
+  if (call == current_) return;
+  SearchOptions search;
+  OpenSettings open;
+  resolve_call(call, search, open);
+  group_->set_search(search, open);
+  current_ = call;
+}
+
+std::vector<Result> PythonTranslator::translate_batch(const std::vector<std::string>& lines, const CallArgs& call,
+                                                      bool with_scores, std::vector<std::string>& warnings) {
+  std::vector<Line> input;
+  input.reserve(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) input.push_back(Line{i, lines[i]});
+  std::lock_guard<std::mutex> lock(mutex_);
+  use(call);
+  const std::vector<Translation> translations = group_->translate(input, collect_into(warnings));
+  std::vector<Result> results(translations.size());
+  for (size_t i = 0; i < translations.size(); ++i) {
+    const Translation& translation = translations[i];
+    for (size_t k = 0; k < translation.texts.size(); ++k) {
+      Hypothesis hypothesis{translation.texts[k], std::nullopt};
+      if (with_scores) hypothesis.score = translation.scores[k];
+      results[i].hypotheses.push_back(std::move(hypothesis));
+    }
+  }
+  return results;
+}
+
+size_t PythonTranslator::translate_file(const std::string& input, const std::string& output, const CallArgs& call,
+                                        bool with_scores, std::vector<std::string>& warnings) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  use(call);
+  const size_t before = group_->stats().sentences;
+  app::translate_file(*group_, input, output, with_scores, collect_into(warnings));
+  return group_->stats().sentences - before;
+}
+
+}  // namespace seqtrans::python

@@ -1,0 +1,86 @@
+// The engine behind seqtrans.Translator, free of Python: a TranslatorGroup (one engine per device), the
+// search settings of the last call, and a lock so that calls from several Python threads run one at a
+// time. module.cc binds it and releases the GIL around every call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "translator.h"
+#include "translator_group.h"
+#include "translator_settings.h"
+
+namespace seqtrans::python {
+
+// A Translator's construction settings, as its keyword arguments give them (defaults: the CLI's).
+struct EngineArgs {
+  std::string model_path;
+  std::string device = "auto";
+  std::string precision = "auto";
+  std::string batching = "iteration";
+  int threads = 0;
+  size_t max_batch_size = BatchingOptions().max_batch_size;
+  size_t max_batch_tokens = BatchingOptions().max_batch_tokens;
+  size_t min_join = TranslatorOptions().min_join;
+  size_t read_ahead = BatchingOptions().read_ahead;
+  size_t max_input_length = TranslatorOptions().max_input_length;
+};
+
+// One call's search settings (defaults: the CLI's).
+struct CallArgs {
+  std::optional<int> beam_size;                  // none: the model file's num_beams, else 4
+  int n_best = SearchOptions().num_hypotheses;
+  float length_penalty = SearchOptions().length_penalty;
+  std::optional<std::vector<float>> max_length;  // [A] or [A, B]; none: the model file's, else 256
+  std::optional<bool> force_eos;                 // none: as the model file says
+  int sampling_topk = SearchOptions().sampling_topk;
+  float sampling_topp = SearchOptions().sampling_topp;
+  float temperature = SearchOptions().temperature;
+  uint64_t seed = SearchOptions().seed;
+
+  bool operator==(const CallArgs& other) const;
+  bool operator!=(const CallArgs& other) const { return !(*this == other); }
+};
+
+struct Hypothesis {
+  std::string text;
+  std::optional<float> score;  // with_scores only
+};
+
+// One input line's translation: its n-best hypotheses, best first.
+struct Result {
+  std::vector<Hypothesis> hypotheses;
+};
+
+class PythonTranslator {
+ public:
+  explicit PythonTranslator(const EngineArgs& args);
+
+  // Both block on the lock, then run the engines: call them without the GIL. Warnings (truncated lines)
+  // are appended to `warnings` for the caller to raise once it holds the GIL again.
+  std::vector<Result> translate_batch(const std::vector<std::string>& lines, const CallArgs& call, bool with_scores,
+                                      std::vector<std::string>& warnings);
+  // Returns the number of lines translated.
+  size_t translate_file(const std::string& input, const std::string& output, const CallArgs& call, bool with_scores,
+                        std::vector<std::string>& warnings);
+
+  const std::string& device() const { return device_; }
+  size_t engines() const { return group_->engines(); }
+  const std::string& model_path() const { return group_->options().model_path; }
+
+ private:
+  // Gives the engines `call`'s search settings if the last call had others (under the lock).
+  void use(const CallArgs& call);
+
+  std::mutex mutex_;
+  std::unique_ptr<TranslatorGroup> group_;
+  CallArgs current_;
+  std::string device_;
+};
+
+}  // namespace seqtrans::python
