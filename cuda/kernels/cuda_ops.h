@@ -57,6 +57,7 @@ struct TopkOptions {
   const Tensor* bias = nullptr;            // [V], the logits' dtype or fp32
   const Tensor* suppressed_ids = nullptr;  // [n] int32, set to -inf after normalization (Hugging Face order)
   TopkAlgorithm algorithm = TopkAlgorithm::Auto;
+  bool normalize = true;  // false: the logits already are the scores (ops::penalize_repetitions normalized them)
 };
 
 constexpr int kMaxTopk = 64;
@@ -66,6 +67,11 @@ constexpr int kMaxTopk = 64;
 // values: [rows, k] fp32; indices: [rows, k] int32. Equals a full sort's first k exactly.
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& indices,
                       cudaStream_t stream);
+
+// Hugging Face's repetition controls in place (ops::penalize_repetitions), one block per row. History ids
+// outside the vocabulary are skipped (the CPU throws).
+void penalize_repetitions(Tensor& logits, const Tensor& history, const Tensor& lengths,
+                          const ops::RepetitionOptions& options, cudaStream_t stream);
 
 // ---- sampling output layer ----
 

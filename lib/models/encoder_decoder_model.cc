@@ -453,18 +453,25 @@ Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int
   return result;
 }
 
-void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values,
-                                       Tensor& ids) const {
+void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const Tensor& x, int k,
+                                       const RepetitionRequest* repetitions, Tensor& values, Tensor& ids) const {
   const ProfileScope profile("output layer");
   // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects or draws.
   const Tensor& suppressed = state.suppressed_devices[static_cast<size_t>(state.suppressed)];
   const Tensor* suppressed_ids = suppressed.elements() == 0 ? nullptr : &suppressed;
   const Tensor* bias = output_bias_.defined() ? &output_bias_ : nullptr;
+  Tensor scores = logits(x);  // [rows, V]
+  bool normalize = true;
+  if (repetitions != nullptr && repetitions->on()) {
+    apply_repetition_controls(scores, *repetitions, bias);  // adds the bias
+    bias = nullptr;
+    normalize = !repetitions->on_log_probs;
+  }
   if (k == kSampled) {
     ops::SampleOptions options;
     options.bias = bias;
     options.suppressed_ids = suppressed_ids;
-    ops::sample_tokens(logits(x), state.sampling_rows.slice_rows(0, x.dim(0)), options, ids, values);
+    ops::sample_tokens(scores, state.sampling_rows.slice_rows(0, x.dim(0)), options, ids, values);
     return;
   }
   ops::TopkOptions options;
@@ -472,16 +479,17 @@ void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const T
   options.bias = bias;
   options.suppressed_ids = suppressed_ids;
   options.algorithm = options_.topk_algorithm;
-  ops::log_softmax_topk(logits(x), options, values, ids);
+  options.normalize = normalize;
+  ops::log_softmax_topk(scores, options, values, ids);
 }
 
-void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, Tensor& values,
-                                   Tensor& ids) const {
+void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph,
+                                   const RepetitionRequest& repetitions, Tensor& values, Tensor& ids) const {
   if (graph) {
     run_step_graph(state, rows, k, values, ids);
     return;
   }
-  output_layer(state, decode(state, rows), k, values, ids);
+  output_layer(state, decode(state, rows), k, &repetitions, values, ids);
   ++step_counts_.launched;
 }
 
@@ -495,14 +503,14 @@ void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t row
   } else if (state.launched.insert(key).second) {
     // A shape's first step runs op by op: a shape met once (a bucket the batch passes in one step) costs
     // no recording, which takes longer than launching the ops.
-    output_layer(state, decode(state, rows), k, values, ids);
+    output_layer(state, decode(state, rows), k, /*repetitions=*/nullptr, values, ids);
     ++step_counts_.launched;
     return;
   } else {
     auto created = std::make_unique<StepGraph>(options_.device);
     step_graph = created.get();
     step_graph->graph.capture(
-        [&] { output_layer(state, decode(state, rows), k, step_graph->values, step_graph->ids); });
+        [&] { output_layer(state, decode(state, rows), k, nullptr, step_graph->values, step_graph->ids); });
     state.graphs.emplace(key, std::move(created));
     ++step_counts_.captured;
   }
@@ -530,11 +538,11 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
   }
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   update_suppressed(state, request.suppressed_ids);
-  const bool graph = use_graphs();
+  const bool graph = use_graphs() && !request.repetitions.on();
   const int64_t slots = state.slots();
   const int64_t rows = prepare_step(state, input_ids, graph);
   Tensor values, ids;
-  run_step(state, rows, request.k, graph, values, ids);
+  run_step(state, rows, request.k, graph, request.repetitions, values, ids);
   finish_step(state);
   std::vector<float> log_probs = values.to_float_vector();
   std::vector<int32_t> best = ids.to_int_vector();
@@ -563,12 +571,12 @@ void EncoderDecoderModel::step_samples(DecoderState& base_state, const std::vect
   }
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   update_suppressed(state, request.suppressed_ids);
-  const bool graph = use_graphs();
+  const bool graph = use_graphs() && !request.repetitions.on();
   const int64_t slots = state.slots();
   const int64_t rows = prepare_step(state, input_ids, graph);
   upload_sampling_rows(state, request.rows);
   Tensor log_probs, ids;
-  run_step(state, rows, kSampled, graph, log_probs, ids);
+  run_step(state, rows, kSampled, graph, request.repetitions, log_probs, ids);
   finish_step(state);
   samples.ids = ids.to_int_vector();
   samples.log_probs = log_probs.to_float_vector();

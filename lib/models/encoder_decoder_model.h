@@ -91,10 +91,13 @@ class EncoderDecoderModel : public StepModel {
   // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
   Tensor logits(const Tensor& x) const;
   // The fused output layer: the k best log-probs per row and their ids ([rows, k]), or, for k = kSampled,
-  // one draw per row with the state's sampling rows (ids and log-probs [rows]).
-  void output_layer(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values, Tensor& ids) const;
+  // one draw per row with the state's sampling rows (ids and log-probs [rows]); the repetition controls
+  // first, when given (never in a graph: their histories change shape every step).
+  void output_layer(const EncoderDecoderState& state, const Tensor& x, int k, const RepetitionRequest* repetitions,
+                    Tensor& values, Tensor& ids) const;
   // The decoder step and output layer over `rows` rows (prepared): as a CUDA graph when `graph`, else op by op.
-  void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, Tensor& values, Tensor& ids) const;
+  void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, const RepetitionRequest& repetitions,
+                Tensor& values, Tensor& ids) const;
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
   void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values, Tensor& ids) const;

@@ -11,6 +11,7 @@ cuda::TopkOptions cuda_options(const TopkOptions& options) {
   converted.k = options.k;
   converted.bias = options.bias;
   converted.suppressed_ids = options.suppressed_ids;
+  converted.normalize = options.normalize;
   converted.algorithm = options.algorithm == TopkAlgorithm::FullScan       ? cuda::TopkAlgorithm::RadixSelect
                         : options.algorithm == TopkAlgorithm::Hierarchical ? cuda::TopkAlgorithm::GroupThreshold
                                                                            : cuda::TopkAlgorithm::Auto;

@@ -214,6 +214,7 @@ class BeamSentence : public SentenceSearch {
         min_length_(options.min_length),
         num_hypotheses_(options.num_hypotheses),
         force_eos_at_max_length_(options.force_eos_at_max_length),
+        start_id_(model.decoder_start_id()),
         inputs_{model.decoder_start_id()} {
     // One running beam to start with (HF's other beams are -1e9 placeholders).
     sentence_.max_generated = max_generated;
@@ -223,6 +224,14 @@ class BeamSentence : public SentenceSearch {
   const std::vector<int32_t>& inputs() const override { return inputs_; }
   bool eos_banned() const override { return sentence_.generated < min_length_; }
   bool done() const override { return sentence_.done; }
+
+  void add_histories(std::vector<std::vector<int32_t>>& histories) const override {
+    for (const RunningBeam& beam : sentence_.running) {
+      std::vector<int32_t> history{start_id_};
+      history.insert(history.end(), beam.tokens.begin(), beam.tokens.end());
+      histories.push_back(std::move(history));
+    }
+  }
 
   void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override {
     continuing.clear();
@@ -280,6 +289,7 @@ class BeamSentence : public SentenceSearch {
   int min_length_;
   int num_hypotheses_;
   bool force_eos_at_max_length_;
+  int32_t start_id_;
   SentenceBeam sentence_;
   std::vector<int32_t> inputs_;  // [running beams]
   std::vector<int32_t> row_ids_;

@@ -8,10 +8,17 @@ namespace seqtrans {
 
 OnePathSentence::OnePathSentence(const StepModel& model, const SearchOptions& options, int max_generated)
     : eos_id_(model.eos_id()),
+      start_id_(model.decoder_start_id()),
       vocab_(model.target_vocab_size()),
       min_length_(options.min_length),
       position_{0, max_generated},
       inputs_{model.decoder_start_id()} {}
+
+void OnePathSentence::add_histories(std::vector<std::vector<int32_t>>& histories) const {
+  std::vector<int32_t> history{start_id_};
+  history.insert(history.end(), path_.tokens.begin(), path_.tokens.end());
+  histories.push_back(std::move(history));
+}
 
 void OnePathSentence::advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) {
   continuing.clear();

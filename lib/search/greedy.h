@@ -30,6 +30,7 @@ class OnePathSentence : public SentenceSearch {
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
   bool eos_banned() const override { return position_.generated < min_length_; }
+  void add_histories(std::vector<std::vector<int32_t>>& histories) const override;
   void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override;
   bool done() const override { return done_; }
   SearchResult take_result() override;
@@ -41,6 +42,7 @@ class OnePathSentence : public SentenceSearch {
 
  private:
   int32_t eos_id_;
+  int32_t start_id_;
   int64_t vocab_;
   int min_length_;
   RowPosition position_;

@@ -45,6 +45,12 @@ struct SearchOptions {
   // outputs ignored, until every sentence of the batch is done. Results are the same either way.
   bool shrink_batch = true;
 
+  // Hugging Face's repetition controls, in any search: the logits (log-probs in beam search) of ids already
+  // among the decoder inputs are multiplied (< 0) or divided (>= 0) by repetition_penalty, and ids that
+  // would repeat an n-gram of no_repeat_ngram_size ids get -inf. 1 and 0 = off.
+  float repetition_penalty = 1.0f;
+  int no_repeat_ngram_size = 0;
+
   // Sampling (with beam_size 1): used when sampling_topk != 1 (0 = whole vocabulary), sampling_topp < 1 or
   // sampling_minp > 0; Hugging Face's warpers in HF's order: temperature, top-k, top-p, min-p.
   int sampling_topk = 1;

@@ -9,6 +9,7 @@ namespace seqtrans {
 SamplingSentence::SamplingSentence(const StepModel& model, const SearchOptions& options, int max_generated,
                                    uint64_t line)
     : eos_id_(model.eos_id()),
+      start_id_(model.decoder_start_id()),
       vocab_(model.target_vocab_size()),
       min_length_(options.min_length),
       max_generated_(max_generated),
@@ -18,6 +19,15 @@ SamplingSentence::SamplingSentence(const StepModel& model, const SearchOptions& 
   for (int32_t s = 0; s < options.num_hypotheses; ++s) {
     running_.push_back(s);
     inputs_.push_back(model.decoder_start_id());
+  }
+}
+
+void SamplingSentence::add_histories(std::vector<std::vector<int32_t>>& histories) const {
+  for (int32_t sample : running_) {
+    const std::vector<int32_t>& tokens = samples_[static_cast<size_t>(sample)].tokens;
+    std::vector<int32_t> history{start_id_};
+    history.insert(history.end(), tokens.begin(), tokens.end());
+    histories.push_back(std::move(history));
   }
 }
 

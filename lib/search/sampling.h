@@ -22,6 +22,7 @@ class SamplingSentence : public SentenceSearch {
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
   bool eos_banned() const override { return generated_ < min_length_; }
+  void add_histories(std::vector<std::vector<int32_t>>& histories) const override;
   void add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const override;
   void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override;
   bool done() const override { return running_.empty(); }
@@ -29,6 +30,7 @@ class SamplingSentence : public SentenceSearch {
 
  private:
   int32_t eos_id_;
+  int32_t start_id_;
   int64_t vocab_;
   int min_length_;
   int max_generated_;

@@ -32,6 +32,10 @@ void validate_options(const SearchOptions& options) {
   SEQTRANS_CHECK(options.sampling_topk >= 0, "sampling_topk must be >= 0, got {}", options.sampling_topk);
   SEQTRANS_CHECK(options.sampling_minp >= 0.0f && options.sampling_minp <= 1.0f,
                  "sampling_minp must be in [0, 1], got {}", options.sampling_minp);
+  SEQTRANS_CHECK(options.repetition_penalty > 0.0f && std::isfinite(options.repetition_penalty),
+                 "repetition_penalty must be > 0, got {}", options.repetition_penalty);
+  SEQTRANS_CHECK(options.no_repeat_ngram_size >= 0, "no_repeat_ngram_size must be >= 0, got {}",
+                 options.no_repeat_ngram_size);
   SEQTRANS_CHECK(!samples(options) || options.beam_size == 1,
                  "sampling (sampling_topk={}, sampling_topp={}, sampling_minp={}) needs beam_size 1, got beam_size {}",
                  options.sampling_topk, options.sampling_topp, options.sampling_minp, options.beam_size);

@@ -60,6 +60,7 @@ class SearchSession {
   SearchOptions options_;
   StepPlan plan_;
   ops::SamplingRow sampling_base_;  // what every draw shares (sampling)
+  RepetitionRequest repetitions_;   // the repetition settings, without histories
   std::unique_ptr<DecoderState> state_;
   std::vector<Active> active_;  // in slot order
   size_t running_ = 0;          // active sentences whose search is not done

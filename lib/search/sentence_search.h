@@ -30,6 +30,9 @@ class SentenceSearch {
   virtual const std::vector<int32_t>& inputs() const = 0;
   // True while the next step must not choose EOS for this sentence (min_length not reached yet).
   virtual bool eos_banned() const = 0;
+  // Appends each slot's decoder inputs so far (the start id, the generated ids, the id the next step feeds),
+  // in slot order: the history the repetition controls read.
+  virtual void add_histories(std::vector<std::vector<int32_t>>& histories) const = 0;
   // Sampling: appends the settings of each slot's next draw (`base` with the slot's stream, step, sample
   // index and banned EOS), in slot order. Other searches draw nothing.
   virtual void add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const;

@@ -24,32 +24,16 @@ from torch import nn
 from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hash_logits import hash_logits as shared_hash_logits  # noqa: E402
+
 VOCAB = 10
 EOS = 0
 PAD = 9  # Marian: pad is also the decoder start id, and a bad word
-MASK64 = (1 << 64) - 1
-
-
-def hash_ids(values):
-    h = 0xCBF29CE484222325
-    for x in values:
-        h ^= x & 0xFFFFFFFF
-        h = (h * 0x100000001B3) & MASK64
-    h ^= h >> 30
-    h = (h * 0xBF58476D1CE4E5B9) & MASK64
-    h ^= h >> 27
-    h = (h * 0x94D049BB133111EB) & MASK64
-    h ^= h >> 31
-    return h
 
 
 def hash_logits(source, prefix, spread, eos_bias):
-    key = [len(source)] + list(source) + [len(prefix)] + list(prefix)
-    row = []
-    for token in range(VOCAB):
-        unit = (hash_ids(key + [token]) >> 44) / float(1 << 19) - 1.0
-        row.append(unit * spread + (eos_bias if token == EOS else 0.0))
-    return row
+    return shared_hash_logits(source, prefix, VOCAB, spread, EOS, eos_bias)
 
 
 class FakeConfig(PretrainedConfig):
