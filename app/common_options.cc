@@ -39,6 +39,15 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "Translations per input line: at most the beam size; with sampling, N independent samples")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  command.add_option("--beam-groups", search.beam_groups,
+                     "Diverse beam search: split the beam into G groups (G divides the beam size; Hugging Face "
+                     "4.x num_beam_groups)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  command.add_option("--diversity-penalty", search.diversity_penalty,
+                     "Diverse beam search: subtract X from a token's score for each beam of an earlier group that "
+                     "took it at this step (Hugging Face's diversity_penalty; needs --beam-groups > 1)")
+      ->capture_default_str();
   command.add_option("--length-penalty", search.length_penalty,
                      "Beam score = log-prob / length^penalty (Hugging Face's length_penalty)")
       ->capture_default_str();

@@ -27,6 +27,12 @@ struct SearchOptions {
   // Generated length counts the EOS token (as Hugging Face does).
   float length_penalty = 1.0f;
   BeamStopping beam_stopping = BeamStopping::Heuristic;
+  // Diverse beam search (Vijayakumar et al., 2018) with HF 4.x group beam search semantics: the beam splits
+  // into beam_groups groups of beam_size / beam_groups beams, stepped one after the other; a token's score
+  // in a group drops by diversity_penalty for each beam of an earlier group that took it at this step
+  // (Hamming diversity). 1 = plain beam search.
+  int beam_groups = 1;
+  float diversity_penalty = 0.0f;
 
   // Maximum generated tokens (EOS included) = max_length_a + max_length_b * source length
   // (source length counts the source EOS), capped by the model's positions.

@@ -32,6 +32,12 @@ void validate_options(const SearchOptions& options) {
   SEQTRANS_CHECK(options.sampling_topk >= 0, "sampling_topk must be >= 0, got {}", options.sampling_topk);
   SEQTRANS_CHECK(options.sampling_minp >= 0.0f && options.sampling_minp <= 1.0f,
                  "sampling_minp must be in [0, 1], got {}", options.sampling_minp);
+  SEQTRANS_CHECK(options.beam_groups >= 1 && options.beam_size % options.beam_groups == 0,
+                 "beam_groups {} must divide beam_size {}", options.beam_groups, options.beam_size);
+  SEQTRANS_CHECK(std::isfinite(options.diversity_penalty), "diversity_penalty must be finite, got {}",
+                 options.diversity_penalty);
+  SEQTRANS_CHECK(options.diversity_penalty == 0.0f || options.beam_groups > 1,
+                 "diversity_penalty {} needs beam_groups > 1", options.diversity_penalty);
   SEQTRANS_CHECK(options.repetition_penalty > 0.0f && std::isfinite(options.repetition_penalty),
                  "repetition_penalty must be > 0, got {}", options.repetition_penalty);
   SEQTRANS_CHECK(options.no_repeat_ngram_size >= 0, "no_repeat_ngram_size must be >= 0, got {}",

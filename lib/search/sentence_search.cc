@@ -5,6 +5,7 @@
 #include "ops/ops.h"
 #include "search/beam_search.h"
 #include "search/greedy.h"
+#include "search/group_beam_search.h"
 #include "search/sampling.h"
 #include "search/search.h"
 #include "search/search_common.h"
@@ -15,9 +16,11 @@ StepPlan step_plan(const StepModel& model, const SearchOptions& options) {
   switch (search_kind(options)) {
     case SearchKind::Greedy:
       return {false, 1};
-    case SearchKind::Beam:
+    case SearchKind::Beam: {
       // The global best 2 * beam_size over beam x vocab are always among each row's best 2 * beam_size.
-      return {false, static_cast<int>(std::min<int64_t>(2 * options.beam_size, model.target_vocab_size()))};
+      const int k = options.beam_groups > 1 ? group_beam_candidates(options) : 2 * options.beam_size;
+      return {false, static_cast<int>(std::min<int64_t>(k, model.target_vocab_size()))};
+    }
     case SearchKind::Sampling:
       return {true, 0};
   }
@@ -59,6 +62,7 @@ std::unique_ptr<SentenceSearch> make_sentence_search(const StepModel& model, con
     case SearchKind::Greedy:
       return std::make_unique<GreedySentence>(model, options, max_generated);
     case SearchKind::Beam:
+      if (options.beam_groups > 1) return make_group_beam_sentence(model, options, max_generated);
       return make_beam_sentence(model, options, max_generated);
     case SearchKind::Sampling:
       return std::make_unique<SamplingSentence>(model, options, max_generated, sentence_id);

@@ -1,12 +1,12 @@
 // Iteration-level batching must not change a single output: every line is the same under --batching
 // iteration and shrinking, and at --max-batch-size 1, 64 and 1000, for greedy search, beam search with
-// n-best lists and seeded sampling (top-k, top-p, min-p and temperature, three samples per line: draws are
-// keyed by input line, step and sample, never by batch position). The real binary translates 120 golden
-// source lines with the tiny Marian model, on the CPU and (gpu tag) on the GPU in fp32. Texts must be
-// identical; printed scores may differ in their last digit, because a BLAS rounds a row's product
-// differently for different row counts (OpenBLAS does: measured on 512 x 512 products, a few elements per
-// row differ by an ulp). Sampling keeps to the 10 best tokens: over the whole vocabulary, an ulp can move a
-// draw across a boundary.
+// n-best lists, diverse beam search with repetition controls, and seeded sampling (top-k, top-p, min-p and
+// temperature, three samples per line: draws are keyed by input line, step and sample, never by batch
+// position). The real binary translates 120 golden source lines with the tiny Marian model, on the CPU and
+// (gpu tag) on the GPU in fp32. Texts must be identical; printed scores may differ in their last digit,
+// because a BLAS rounds a row's product differently for different row counts (OpenBLAS does: measured on
+// 512 x 512 products, a few elements per row differ by an ulp). Sampling keeps to the 10 best tokens: over
+// the whole vocabulary, an ulp can move a draw across a boundary.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -77,6 +77,8 @@ void check_modes_agree(const std::vector<std::string>& device) {
   const std::vector<std::vector<std::string>> searches = {
       {"--beam-size", "1", "--with-scores"},
       {"--beam-size", "4", "--n-best", "2"},
+      {"--beam-size", "4", "--beam-groups", "2", "--diversity-penalty", "0.5", "--n-best", "3",
+       "--repetition-penalty", "1.2", "--no-repeat-ngram-size", "3"},
       {"--sampling-topk", "10", "--sampling-topp", "0.9", "--sampling-minp", "0.02", "--temperature", "0.8",
        "--n-best", "3", "--seed", "7"},
   };

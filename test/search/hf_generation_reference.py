@@ -277,7 +277,7 @@ def make_search_cases(rng):
     cases = []
     stoppings = [False, True, "never"]
     penalties = [1.0, 0.0, 2.0, 0.5]
-    for index in range(60):
+    for index in range(100):
         groups = [2, 2, 3, 4][index % 4]
         group_size = [1, 2, 2][index % 3] if groups < 4 else 1
         case = dict(
@@ -293,7 +293,7 @@ def make_search_cases(rng):
             repetition=[1.0, 1.0, 1.5, 0.8][(index // 2) % 4],
             ngram=[0, 0, 2, 3][(index // 3) % 4],
             spread=rng.choice([1.0, 2.0, 4.0]),
-            eos_bias=rng.choice([-1.0, 0.0, 1.0, 2.0]),
+            eos_bias=rng.choice([-1.0, 0.0, 1.0, 2.0, 3.0]),
             sources=[[rng.randint(1, 8) for _ in range(rng.randint(1, 5))] + [EOS] for _ in range(rng.randint(1, 3))],
         )
         if index % 5 == 4:  # per-sentence maximum lengths

@@ -1,6 +1,6 @@
 // Search against the numpy port of Hugging Face transformers 4.x generation (hf_generation_reference.py
-// wrote hf_reference_cases.h): HF's repetition processors on rows, and greedy search with them on the
-// hash-logits fake model.
+// wrote hf_reference_cases.h): HF's repetition processors on rows; greedy search with them and diverse
+// (group) beam search, with and without them, on the hash-logits fake model.
 #include <string>
 
 #include "catch.h"
@@ -25,6 +25,8 @@ FakeStepModel reference_model(const HfReferenceCase& reference) {
 SearchOptions reference_options(const HfReferenceCase& reference) {
   SearchOptions options;
   options.beam_size = reference.beam_size;
+  options.beam_groups = reference.beam_groups;
+  options.diversity_penalty = reference.diversity_penalty;
   options.num_hypotheses = reference.num_hypotheses;
   options.length_penalty = reference.length_penalty;
   options.beam_stopping = reference.stopping;
@@ -81,6 +83,30 @@ TEST_CASE("greedy search with repetition controls matches HF's greedy generation
     ++checked;
   }
   CHECK(checked >= 12);
+}
+
+TEST_CASE("diverse beam search matches HF 4.x group beam search", "[search][hf][diverse]") {
+  const auto& cases = hf_reference_cases();
+  size_t checked = 0;
+  for (size_t index = 0; index < cases.size(); ++index) {
+    const HfReferenceCase& reference = cases[index];
+    if (reference.beam_size == 1) continue;
+    INFO("case " << index << " (beam " << reference.beam_size << ", groups " << reference.beam_groups
+                 << ", diversity " << reference.diversity_penalty << ", repetition penalty "
+                 << reference.repetition_penalty << ", no-repeat n-gram " << reference.no_repeat_ngram << ")");
+    FakeStepModel model = reference_model(reference);
+    check_results(reference, search(model, reference.sources, reference_options(reference)));
+    // One sentence at a time: the same.
+    for (size_t sentence = 0; sentence < reference.sources.size(); ++sentence) {
+      HfReferenceCase single = reference;
+      single.sources = {reference.sources[sentence]};
+      single.expected = {reference.expected[sentence]};
+      FakeStepModel single_model = reference_model(single);
+      check_results(single, search(single_model, single.sources, reference_options(single)));
+    }
+    ++checked;
+  }
+  CHECK(checked >= 40);
 }
 
 }  // namespace testing
