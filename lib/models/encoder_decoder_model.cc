@@ -530,6 +530,25 @@ void EncoderDecoderModel::update_suppressed(EncoderDecoderState& state, const st
   state.suppressed_devices.push_back(ids_tensor(suppressed, options_.device));
 }
 
+void EncoderDecoderModel::fused_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,
+                                     const OutputRequest& request, std::vector<float>& values,
+                                     std::vector<int32_t>& ids) const {
+  update_suppressed(state, *request.suppressed_ids);
+  const bool graph = use_graphs() && !request.repetitions->on();
+  const int64_t slots = state.slots();
+  const int64_t rows = prepare_step(state, input_ids, graph);
+  if (request.draws != nullptr) upload_sampling_rows(state, *request.draws);
+  Tensor step_values, step_ids;
+  run_step(state, rows, request.k, graph, *request.repetitions, step_values, step_ids);
+  finish_step(state);
+  // A graph's padding rows come last: the slots' rows are the first ones.
+  const size_t kept = static_cast<size_t>(slots * std::max(request.k, 1));
+  values = step_values.to_float_vector();
+  ids = step_ids.to_int_vector();
+  values.resize(kept);
+  ids.resize(kept);
+}
+
 void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,
                                           const CandidateRequest& request, StepCandidates& candidates) {
   if (!options_.fused_output) {
@@ -537,21 +556,10 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
     return;
   }
   auto& state = static_cast<EncoderDecoderState&>(base_state);
-  update_suppressed(state, request.suppressed_ids);
-  const bool graph = use_graphs() && !request.repetitions.on();
-  const int64_t slots = state.slots();
-  const int64_t rows = prepare_step(state, input_ids, graph);
-  Tensor values, ids;
-  run_step(state, rows, request.k, graph, request.repetitions, values, ids);
-  finish_step(state);
-  std::vector<float> log_probs = values.to_float_vector();
-  std::vector<int32_t> best = ids.to_int_vector();
-  log_probs.resize(static_cast<size_t>(slots * request.k));
-  best.resize(static_cast<size_t>(slots * request.k));
-  candidates.slots = slots;
+  candidates.slots = state.slots();
   candidates.k = request.k;
-  candidates.log_probs = std::move(log_probs);
-  candidates.ids = std::move(best);
+  fused_step(state, input_ids, OutputRequest{request.k, &request.suppressed_ids, &request.repetitions, nullptr},
+             candidates.log_probs, candidates.ids);
 }
 
 void EncoderDecoderModel::upload_sampling_rows(EncoderDecoderState& state,
@@ -570,18 +578,8 @@ void EncoderDecoderModel::step_samples(DecoderState& base_state, const std::vect
     return;
   }
   auto& state = static_cast<EncoderDecoderState&>(base_state);
-  update_suppressed(state, request.suppressed_ids);
-  const bool graph = use_graphs() && !request.repetitions.on();
-  const int64_t slots = state.slots();
-  const int64_t rows = prepare_step(state, input_ids, graph);
-  upload_sampling_rows(state, request.rows);
-  Tensor log_probs, ids;
-  run_step(state, rows, kSampled, graph, request.repetitions, log_probs, ids);
-  finish_step(state);
-  samples.ids = ids.to_int_vector();
-  samples.log_probs = log_probs.to_float_vector();
-  samples.ids.resize(static_cast<size_t>(slots));
-  samples.log_probs.resize(static_cast<size_t>(slots));
+  fused_step(state, input_ids, OutputRequest{kSampled, &request.suppressed_ids, &request.repetitions, &request.rows},
+             samples.log_probs, samples.ids);
 }
 
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {

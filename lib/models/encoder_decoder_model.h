@@ -101,6 +101,17 @@ class EncoderDecoderModel : public StepModel {
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
   void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values, Tensor& ids) const;
+  // What a fused step's output layer computes: the k best per slot, or (k = kSampled, draws given) one draw.
+  struct OutputRequest {
+    int k = 1;
+    const std::vector<int32_t>* suppressed_ids = nullptr;
+    const RepetitionRequest* repetitions = nullptr;
+    const std::vector<ops::SamplingRow>* draws = nullptr;  // [slots]
+  };
+  // One decoder step through the fused output layer (as a graph when it can): the slots' values and ids,
+  // [slots, k] or [slots], on the host.
+  void fused_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, const OutputRequest& request,
+                  std::vector<float>& values, std::vector<int32_t>& ids) const;
   // The draws' settings into the state's sampling rows, padding rows included.
   void upload_sampling_rows(EncoderDecoderState& state, const std::vector<ops::SamplingRow>& draws) const;
   // After a step: positions advance and the pending reorder is spent.

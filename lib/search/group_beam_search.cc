@@ -143,7 +143,7 @@ int group_beam_candidates(const SearchOptions& options) {
 // One sentence's group beam: the running beams of the groups not done, group after group, are its slots.
 class GroupBeamSentence : public SentenceSearch {
  public:
-  GroupBeamSentence(const StepModel& model, const SearchOptions& options, int max_generated)
+  GroupBeamSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits)
       : eos_id_(model.eos_id()),
         start_id_(model.decoder_start_id()),
         vocab_(model.target_vocab_size()),
@@ -151,8 +151,9 @@ class GroupBeamSentence : public SentenceSearch {
         diversity_penalty_(options.diversity_penalty),
         repetition_penalty_(options.repetition_penalty),
         stopping_(options.beam_stopping),
-        min_length_(options.min_length),
-        max_generated_(max_generated),
+        min_length_(limits.min_length),
+        max_generated_(limits.max_generated),
+        prefix_(limits.prefix),
         num_hypotheses_(options.num_hypotheses),
         force_eos_at_max_length_(options.force_eos_at_max_length) {
     // Each group starts with one real beam (HF's others are -1e9 placeholders), in its own slot.
@@ -183,6 +184,12 @@ class GroupBeamSentence : public SentenceSearch {
     taken_.clear();
     bool any_candidate = false;
     for (Group& group : groups_) {
+      if (static_cast<size_t>(generated_) < prefix_.size()) {
+        // Every group's one beam runs through the prefix, each forced token adding 0 (CTranslate2's prefix).
+        group.running.front().tokens.push_back(prefix_[static_cast<size_t>(generated_)]);
+        any_candidate = true;
+        continue;
+      }
       if (group.done) {
         taken_.add(start_id_, static_cast<int32_t>(group_size_));  // HF pads a done group's beams
         continue;
@@ -265,6 +272,9 @@ class GroupBeamSentence : public SentenceSearch {
     return diverse < 0.0f ? diverse * repetition_penalty_ : diverse / repetition_penalty_;
   }
 
+  // Forced prefix tokens: lengths count the tokens after them (HF's decoder_prompt_len).
+  int prompt() const { return static_cast<int>(prefix_.size()); }
+
   bool in_history(const GroupBeam& beam, int32_t token) const {
     return token == start_id_ || std::find(beam.tokens.begin(), beam.tokens.end(), token) != beam.tokens.end();
   }
@@ -277,7 +287,7 @@ class GroupBeamSentence : public SentenceSearch {
       const GroupBeam& parent = group.running[static_cast<size_t>(candidate.beam)];
       if (candidate.token == eos_id_) {
         if (rank >= group_size_) continue;  // an EOS ranked past the group's size is dropped
-        group.finished.add(parent.tokens, candidate.score, generated_ + 1, /*finished=*/true);
+        group.finished.add(parent.tokens, candidate.score, generated_ + 1 - prompt(), /*finished=*/true);
         continue;
       }
       GroupBeam beam;
@@ -289,7 +299,8 @@ class GroupBeamSentence : public SentenceSearch {
       running.push_back(std::move(beam));
     }
     if (!ranked_.empty())
-      group.done = group.finished.is_done(ranked_.front().score, generated_ + 1, max_generated_, stopping_);
+      group.done = group.finished.is_done(ranked_.front().score, generated_ + 1 - prompt(), max_generated_ - prompt(),
+                                          stopping_);
     group.running = std::move(running);
     // A group left without running beams cannot go on (HF would run placeholder beams).
     if (group.running.empty()) group.done = true;
@@ -300,7 +311,7 @@ class GroupBeamSentence : public SentenceSearch {
     for (Group& group : groups_) {
       if (group.done) continue;
       for (GroupBeam& beam : group.running)
-        group.finished.add(std::move(beam.tokens), beam.log_prob, generated_, /*finished=*/false);
+        group.finished.add(std::move(beam.tokens), beam.log_prob, generated_ - prompt(), /*finished=*/false);
       group.running.clear();
     }
     done_ = true;
@@ -315,6 +326,7 @@ class GroupBeamSentence : public SentenceSearch {
   BeamStopping stopping_;
   int min_length_;
   int max_generated_;
+  std::vector<int32_t> prefix_;
   int num_hypotheses_;
   bool force_eos_at_max_length_;
   int generated_ = 0;  // tokens every running beam has generated
@@ -326,8 +338,8 @@ class GroupBeamSentence : public SentenceSearch {
 };
 
 std::unique_ptr<SentenceSearch> make_group_beam_sentence(const StepModel& model, const SearchOptions& options,
-                                                         int max_generated) {
-  return std::make_unique<GroupBeamSentence>(model, options, max_generated);
+                                                         const SentenceLimits& limits) {
+  return std::make_unique<GroupBeamSentence>(model, options, limits);
 }
 
 }  // namespace seqtrans

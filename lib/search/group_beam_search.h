@@ -14,8 +14,8 @@ namespace seqtrans {
 // at most group size * (groups - 1) ids.
 int group_beam_candidates(const SearchOptions& options);
 
-// A sentence's group beam search, `max_generated` tokens at most (EOS included).
+// A sentence's group beam search within `limits`.
 std::unique_ptr<SentenceSearch> make_group_beam_sentence(const StepModel& model, const SearchOptions& options,
-                                                         int max_generated);
+                                                         const SentenceLimits& limits);
 
 }  // namespace seqtrans

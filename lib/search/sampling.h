@@ -18,7 +18,7 @@ namespace seqtrans {
 // filters do not enter); a forced EOS adds 0. Results come in sample order, not sorted by score.
 class SamplingSentence : public SentenceSearch {
  public:
-  SamplingSentence(const StepModel& model, const SearchOptions& options, int max_generated, uint64_t line);
+  SamplingSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits, uint64_t line);
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
   bool eos_banned() const override { return generated_ < min_length_; }
@@ -34,6 +34,7 @@ class SamplingSentence : public SentenceSearch {
   int64_t vocab_;
   int min_length_;
   int max_generated_;
+  std::vector<int32_t> prefix_;
   bool force_eos_at_max_length_;
   uint64_t line_;
   int generated_ = 0;                 // tokens every running sample has generated

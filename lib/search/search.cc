@@ -76,9 +76,12 @@ std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector
 }
 
 std::vector<SearchResult> search_with_streams(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                              const SearchOptions& options, const std::vector<uint64_t>& streams) {
+                                              const SearchOptions& options, const std::vector<uint64_t>& streams,
+                                              const std::vector<std::vector<int32_t>>& prefixes) {
   validate_options(options);
   SEQTRANS_CHECK(streams.size() == sources.size(), "search: {} streams for {} sources", streams.size(), sources.size());
+  SEQTRANS_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "search: {} prefixes for {} sources",
+                 prefixes.size(), sources.size());
   if (sources.empty()) return {};
   SearchSession session(model, options);
   // One batch: its bounds are known, so the pools are sized once.
@@ -93,7 +96,8 @@ std::vector<SearchResult> search_with_streams(StepModel& model, const std::vecto
   session.reserve(reservation);
   std::vector<SessionSentence> sentences;
   sentences.reserve(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) sentences.push_back(SessionSentence{i, sources[i], streams[i]});
+  for (size_t i = 0; i < sources.size(); ++i)
+    sentences.push_back(SessionSentence{i, sources[i], streams[i], prefixes.empty() ? std::vector<int32_t>{} : prefixes[i]});
   session.add(sentences);
   std::vector<SearchResult> results(sources.size());
   std::vector<FinishedSentence> finished;

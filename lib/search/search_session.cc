@@ -36,7 +36,8 @@ void SearchSession::add(const std::vector<SessionSentence>& sentences) {
   for (size_t i = 0; i < sentences.size(); ++i) {
     Active active;
     active.id = sentences[i].id;
-    active.search = make_sentence_search(model_, options_, sentences[i].source.size(), sentences[i].stream);
+    active.search = make_sentence_search(model_, options_, sentences[i].source.size(), sentences[i].stream,
+                                         sentences[i].prefix);
     active.first_slot = static_cast<int32_t>(expanded.size());
     expanded.insert(expanded.end(), active.search->inputs().size(), first_new + static_cast<int32_t>(i));
     active_.push_back(std::move(active));

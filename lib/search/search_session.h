@@ -21,6 +21,8 @@ struct SessionSentence {
   uint64_t id = 0;
   std::vector<int32_t> source;
   uint64_t stream = 0;
+  // Target ids the translation must start with (without EOS); empty: none (see sentence_search.h).
+  std::vector<int32_t> prefix;
 };
 
 struct FinishedSentence {

@@ -15,6 +15,7 @@
 #include "support/golden.h"
 #include "support/gpu.h"
 #include "support/process.h"
+#include "support/scored_lines.h"
 
 using namespace seqtrans::testing;
 
@@ -38,38 +39,6 @@ std::string translate(const std::vector<std::string>& device, const std::vector<
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   return result.out;
-}
-
-// Output lines with their scores ("score ||| text" or "index ||| text ||| score") set apart.
-struct ScoredLines {
-  std::vector<std::string> texts;
-  std::vector<double> scores;
-};
-
-ScoredLines parse(const std::string& output) {
-  ScoredLines parsed;
-  for (const std::string& line : split_lines(output)) {
-    std::string text = line;
-    const size_t first = line.find(" ||| "), last = line.rfind(" ||| ");
-    if (first != std::string::npos && first == last) {  // score ||| text
-      parsed.scores.push_back(std::stod(line.substr(0, first)));
-      text = line.substr(first + 5);
-    } else if (first != std::string::npos) {  // index ||| text ||| score
-      parsed.scores.push_back(std::stod(line.substr(last + 5)));
-      text = line.substr(0, last);
-    }
-    parsed.texts.push_back(text);
-  }
-  return parsed;
-}
-
-void check_same_lines(const std::string& output, const std::string& reference) {
-  const ScoredLines got = parse(output), want = parse(reference);
-  CHECK(got.texts == want.texts);
-  REQUIRE(got.scores.size() == want.scores.size());
-  double worst = 0.0;
-  for (size_t i = 0; i < got.scores.size(); ++i) worst = std::max(worst, std::abs(got.scores[i] - want.scores[i]));
-  CHECK(worst <= 2e-4);  // the last printed digit
 }
 
 void check_modes_agree(const std::vector<std::string>& device) {

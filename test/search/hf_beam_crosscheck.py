@@ -25,6 +25,7 @@ from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpp_literals import cpp_float, cpp_list, stopping_name  # noqa: E402
 from hash_logits import hash_logits as shared_hash_logits  # noqa: E402
 
 VOCAB = 10
@@ -205,22 +206,6 @@ def make_cases():
     return cases
 
 
-def cpp_float(value):
-    if value == int(value):
-        return f"{value:.1f}f"
-    return f"{value!r}f"
-
-
-def cpp_ids(ids):
-    return "{" + ", ".join(str(i) for i in ids) + "}"
-
-
-def stopping_name(stopping):
-    return {False: "BeamStopping::Heuristic", True: "BeamStopping::FirstComplete", "never": "BeamStopping::Never"}[
-        stopping
-    ]
-
-
 def scripted_row(table, default, generated):
     """beam_search_test.cc's ScriptedTable: logits log(p), unlisted ids (pad included) share the rest."""
     vocab = 8
@@ -335,11 +320,11 @@ def main():
             f"{case['a']}, {cpp_float(case['b'])}, {str(case['force_eos']).lower()}, {case['spread']!r}, "
             f"{case['eos_bias']!r},"
         )
-        lines.append("       {" + ", ".join(cpp_ids(s) for s in case["sources"]) + "},")
+        lines.append("       {" + ", ".join(cpp_list(s) for s in case["sources"]) + "},")
         lines.append("       {")
         for hypotheses in results:
             items = ", ".join(
-                f"{{{cpp_ids(tokens)}, {cpp_float(score)}, {str(finished).lower()}}}"
+                f"{{{cpp_list(tokens)}, {cpp_float(score)}, {str(finished).lower()}}}"
                 for tokens, score, finished in hypotheses
             )
             lines.append(f"           {{{items}}},")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes test/search/hf_reference_cases.h: what Hugging Face transformers 4.x generation returns for
-greedy search and diverse (group) beam search with repetition controls, computed by a numpy port of it.
+greedy search and diverse (group) beam search with repetition controls and target prefixes (given to HF as
+decoder_input_ids = [decoder start] + prefix), computed by a numpy port of it.
 
 Group beam search left the core library after the 4.x series, so seqtrans follows the last 4.x code
 (transformers 4.4x-4.55), ported here step by step from:
@@ -30,6 +31,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpp_literals import cpp_float, cpp_list, stopping_name  # noqa: E402
 from hash_logits import hash_logits  # noqa: E402
 
 VOCAB = 10
@@ -106,10 +108,10 @@ def process(case, ids, scores, max_length):
 # ---- greedy search (GenerationMixin._sample, do_sample=False) ----
 
 
-def greedy(case, source, max_new):
-    ids = [PAD]
+def greedy(case, source, prefix, max_new):
+    ids = [PAD] + prefix
     total = F32(0)
-    max_length = max_new + 1
+    max_length = max_new + len(ids)
     while True:
         raw = logits_row(case, source, ids)
         z = raw
@@ -175,12 +177,12 @@ def top_candidates(rows, count):
     return [(float(flat[i]), i % VOCAB, i // VOCAB) for i in order]
 
 
-def group_beam_search(case, source, max_new):
+def group_beam_search(case, source, prefix, max_new):
     beams, groups = case["beams"], case["groups"]
     group_size = beams // groups
-    max_length = max_new + 1  # HF's, with the decoder start id
-    prompt = 1
-    input_ids = [[PAD] for _ in range(beams)]
+    prompt = 1 + len(prefix)  # HF's decoder_prompt_len: the start id and the prefix
+    max_length = max_new + prompt  # HF's, with the prompt
+    input_ids = [[PAD] + prefix for _ in range(beams)]
     beam_scores = np.full(beams, -1e9, dtype=F32)
     beam_scores[::group_size] = 0
     hypotheses = [BeamHypotheses(group_size, case["lp"], case["stopping"], max_length) for _ in range(groups)]
@@ -273,6 +275,13 @@ def max_new_tokens(case, source):
     return max(1, math.floor(case["a"] + case["b"] * len(source) + 1e-4))
 
 
+def random_prefixes(rng, case):
+    """Every third case: a target prefix of 1 to 3 word ids for some sentences (none for the others)."""
+    if rng.random() >= 1 / 3:
+        return [[] for _ in case["sources"]]
+    return [[rng.randint(1, 8) for _ in range(rng.randint(1, 3))] if rng.random() < 0.7 else [] for _ in case["sources"]]
+
+
 def make_search_cases(rng):
     cases = []
     stoppings = [False, True, "never"]
@@ -299,8 +308,9 @@ def make_search_cases(rng):
         if index % 5 == 4:  # per-sentence maximum lengths
             case["a"] = rng.randint(0, 2)
             case["b"] = rng.choice([0.5, 1.5])
+        case["prefixes"] = random_prefixes(rng, case)
         cases.append(case)
-    for index in range(16):
+    for index in range(24):
         case = dict(
             beams=1,
             groups=1,
@@ -317,31 +327,16 @@ def make_search_cases(rng):
             eos_bias=rng.choice([-2.0, -1.0, 0.0]),
             sources=[[rng.randint(1, 8) for _ in range(rng.randint(1, 6))] + [EOS] for _ in range(rng.randint(1, 3))],
         )
+        case["prefixes"] = random_prefixes(rng, case)
         cases.append(case)
     return cases
 
 
 def expected_results(case):
     search = greedy if case["beams"] == 1 else group_beam_search
-    return [search(case, source, max_new_tokens(case, source)) for source in case["sources"]]
-
-
-def cpp_float(value):
-    value = float(value)
-    if math.isinf(value):
-        return "-kInf" if value < 0 else "kInf"
-    if value == int(value):
-        return f"{value:.1f}f"
-    return f"{value!r}f"
-
-
-def cpp_list(values, format_value=str):
-    return "{" + ", ".join(format_value(v) for v in values) + "}"
-
-
-def stopping_name(stopping):
-    return {False: "BeamStopping::Heuristic", True: "BeamStopping::FirstComplete", "never": "BeamStopping::Never"}[
-        stopping
+    return [
+        search(case, source, prefix, max_new_tokens(case, source))
+        for source, prefix in zip(case["sources"], case["prefixes"])
     ]
 
 
@@ -389,6 +384,7 @@ struct HfReferenceCase {
   double spread;
   double eos_bias;
   std::vector<std::vector<int32_t>> sources;
+  std::vector<std::vector<int32_t>> prefixes;  // per sentence, empty: none
   std::vector<std::vector<HfReferenceHypothesis>> expected;  // per sentence, best first
 };
 """
@@ -428,6 +424,7 @@ def main():
             f"{case['spread']!r}, {case['eos_bias']!r},"
         )
         lines.append("       " + cpp_list(case["sources"], cpp_list) + ",")
+        lines.append("       " + cpp_list(case["prefixes"], cpp_list) + ",")
         lines.append("       {")
         for hypotheses in results:
             items = ", ".join(

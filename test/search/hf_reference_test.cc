@@ -1,12 +1,14 @@
 // Search against the numpy port of Hugging Face transformers 4.x generation (hf_generation_reference.py
 // wrote hf_reference_cases.h): HF's repetition processors on rows; greedy search with them and diverse
-// (group) beam search, with and without them, on the hash-logits fake model.
+// (group) beam search, with and without them, with and without target prefixes (HF's decoder_input_ids),
+// on the hash-logits fake model.
 #include <string>
 
 #include "catch.h"
 #include "fake_step_model.h"
 #include "hash_logits.h"
 #include "hf_reference_cases.h"
+#include "hypothesis_checks.h"
 #include "ops/ops.h"
 #include "search/search.h"
 
@@ -38,20 +40,10 @@ SearchOptions reference_options(const HfReferenceCase& reference) {
   return options;
 }
 
-void check_results(const HfReferenceCase& reference, const std::vector<SearchResult>& results) {
-  REQUIRE(results.size() == reference.expected.size());
-  for (size_t sentence = 0; sentence < results.size(); ++sentence) {
-    const auto& expected = reference.expected[sentence];
-    const auto& hypotheses = results[sentence].hypotheses;
-    INFO("sentence " << sentence);
-    REQUIRE(hypotheses.size() == expected.size());
-    for (size_t rank = 0; rank < hypotheses.size(); ++rank) {
-      INFO("rank " << rank);
-      CHECK(hypotheses[rank].tokens == expected[rank].tokens);
-      CHECK(hypotheses[rank].finished == expected[rank].finished);
-      CHECK(hypotheses[rank].score == Approx(expected[rank].score).epsilon(1e-5).margin(1e-6));
-    }
-  }
+std::vector<SearchResult> search_reference(FakeStepModel& model, const HfReferenceCase& reference) {
+  std::vector<uint64_t> streams(reference.sources.size());
+  for (size_t i = 0; i < streams.size(); ++i) streams[i] = i;
+  return search_with_streams(model, reference.sources, reference_options(reference), streams, reference.prefixes);
 }
 
 }  // namespace
@@ -79,10 +71,10 @@ TEST_CASE("greedy search with repetition controls matches HF's greedy generation
     INFO("case " << index << " (repetition penalty " << reference.repetition_penalty << ", no-repeat n-gram "
                  << reference.no_repeat_ngram << ")");
     FakeStepModel model = reference_model(reference);
-    check_results(reference, search(model, reference.sources, reference_options(reference)));
+    check_hypotheses(search_reference(model, reference), reference.expected);
     ++checked;
   }
-  CHECK(checked >= 12);
+  CHECK(checked >= 20);
 }
 
 TEST_CASE("diverse beam search matches HF 4.x group beam search", "[search][hf][diverse]") {
@@ -95,14 +87,15 @@ TEST_CASE("diverse beam search matches HF 4.x group beam search", "[search][hf][
                  << ", diversity " << reference.diversity_penalty << ", repetition penalty "
                  << reference.repetition_penalty << ", no-repeat n-gram " << reference.no_repeat_ngram << ")");
     FakeStepModel model = reference_model(reference);
-    check_results(reference, search(model, reference.sources, reference_options(reference)));
+    check_hypotheses(search_reference(model, reference), reference.expected);
     // One sentence at a time: the same.
     for (size_t sentence = 0; sentence < reference.sources.size(); ++sentence) {
       HfReferenceCase single = reference;
       single.sources = {reference.sources[sentence]};
+      single.prefixes = {reference.prefixes[sentence]};
       single.expected = {reference.expected[sentence]};
       FakeStepModel single_model = reference_model(single);
-      check_results(single, search(single_model, single.sources, reference_options(single)));
+      check_hypotheses(search_reference(single_model, single), single.expected);
     }
     ++checked;
   }
