@@ -229,11 +229,7 @@ class BeamSentence : public SentenceSearch {
   bool done() const override { return sentence_.done; }
 
   void add_histories(std::vector<std::vector<int32_t>>& histories) const override {
-    for (const RunningBeam& beam : sentence_.running) {
-      std::vector<int32_t> history{start_id_};
-      history.insert(history.end(), beam.tokens.begin(), beam.tokens.end());
-      histories.push_back(std::move(history));
-    }
+    for (const RunningBeam& beam : sentence_.running) histories.push_back(decoder_history(start_id_, beam.tokens));
   }
 
   void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "search/search_common.h"
 
 namespace seqtrans {
 
@@ -16,9 +17,7 @@ OnePathSentence::OnePathSentence(const StepModel& model, const SearchOptions& op
       inputs_{model.decoder_start_id()} {}
 
 void OnePathSentence::add_histories(std::vector<std::vector<int32_t>>& histories) const {
-  std::vector<int32_t> history{start_id_};
-  history.insert(history.end(), path_.tokens.begin(), path_.tokens.end());
-  histories.push_back(std::move(history));
+  histories.push_back(decoder_history(start_id_, path_.tokens));
 }
 
 void OnePathSentence::advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) {

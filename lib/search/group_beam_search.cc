@@ -35,6 +35,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "search/search_common.h"
 
 namespace seqtrans {
 
@@ -170,11 +171,7 @@ class GroupBeamSentence : public SentenceSearch {
   void add_histories(std::vector<std::vector<int32_t>>& histories) const override {
     for (const Group& group : groups_) {
       if (group.done) continue;
-      for (const GroupBeam& beam : group.running) {
-        std::vector<int32_t> history{start_id_};
-        history.insert(history.end(), beam.tokens.begin(), beam.tokens.end());
-        histories.push_back(std::move(history));
-      }
+      for (const GroupBeam& beam : group.running) histories.push_back(decoder_history(start_id_, beam.tokens));
     }
   }
 

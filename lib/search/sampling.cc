@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "search/search_common.h"
 
 namespace seqtrans {
 
@@ -24,12 +25,8 @@ SamplingSentence::SamplingSentence(const StepModel& model, const SearchOptions& 
 }
 
 void SamplingSentence::add_histories(std::vector<std::vector<int32_t>>& histories) const {
-  for (int32_t sample : running_) {
-    const std::vector<int32_t>& tokens = samples_[static_cast<size_t>(sample)].tokens;
-    std::vector<int32_t> history{start_id_};
-    history.insert(history.end(), tokens.begin(), tokens.end());
-    histories.push_back(std::move(history));
-  }
+  for (int32_t sample : running_)
+    histories.push_back(decoder_history(start_id_, samples_[static_cast<size_t>(sample)].tokens));
 }
 
 void SamplingSentence::add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const {
