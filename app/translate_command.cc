@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -51,6 +52,18 @@ void translate_stream(TranslatorGroup& translator, LineReader& reader, std::ostr
                                 progress.advance(1);
                               },
                               warn);
+}
+
+// The lines of a text file, without their line ends (LF or CRLF).
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  SEQTRANS_CHECK(file.good(), "cannot read '{}'", path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  return lines;
 }
 
 std::string output_dir_path(const std::string& directory, const std::string& input) {
@@ -125,6 +138,12 @@ CLI::App* add_translate_command(CLI::App& app, TranslateOptions& options) {
                       "Write each input file's translation to DIR/<file name>, by the rules of -o; DIR is created "
                       "if missing; inputs with the same file name are refused");
   command->add_flag("--with-scores", options.with_scores, "Prefix each output line with the translation's score");
+  command->add_option("--target-prefix", options.target_prefix,
+                      "File of target prefixes, one per input line (an empty line: none): each translation "
+                      "starts with its line's prefix, which is printed as part of it; the prefix adds 0 to the "
+                      "score and does not count in --max-length (CTranslate2's target_prefix, HF's "
+                      "decoder_input_ids)")
+      ->check(CLI::ExistingFile);
   add_common_options(*command, options.common);
   return command;
 }
@@ -137,6 +156,11 @@ int run_translate(TranslateOptions& options) {
   SEQTRANS_CHECK(options.output_dir.empty() || !options.inputs.empty(), "--output-dir needs input files (-i)");
   check_outputs(options);
   resolve_common_options(common);
+  if (!options.target_prefix.empty()) {
+    SEQTRANS_CHECK(options.inputs.size() <= 1, "--target-prefix pairs its lines with one input's lines, got {} inputs",
+                   options.inputs.size());
+    common.translator.target_prefixes = read_lines(options.target_prefix);
+  }
 
   const auto start = std::chrono::steady_clock::now();
   TranslatorGroup translator(common.translator, common.devices.indices);

@@ -17,6 +17,7 @@ struct TranslateOptions {
   std::string output;               // empty: stdout (or --output-dir)
   std::string output_dir;
   bool with_scores = false;
+  std::string target_prefix;  // file of per-line target prefixes; empty: none
 };
 
 CLI::App* add_translate_command(CLI::App& app, TranslateOptions& options);

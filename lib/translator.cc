@@ -110,6 +110,14 @@ std::vector<int32_t> Translator::source_ids(const Line& line, const WarningSink&
   return ids;
 }
 
+std::vector<int32_t> Translator::prefix_ids(const Line& line) const {
+  const std::vector<std::string>& prefixes = options_.target_prefixes;
+  if (prefixes.empty()) return {};
+  SEQTRANS_CHECK(line.index < prefixes.size(), "--target-prefix has {} lines; input line {} has none",
+                 prefixes.size(), line.index + 1);
+  return tokenizer_->encode_target_prefix(prefixes[line.index]);
+}
+
 Translation Translator::detokenize(const SearchResult& result) {
   Translation translation;
   for (const Hypothesis& hypothesis : result.hypotheses) {
@@ -161,7 +169,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
         std::vector<int32_t> ids = source_ids(line, warn);
         stats_.source_tokens += ids.size();
         const bool blank = ids.empty();
-        if (!blank) sentences.push_back(SessionSentence{id, std::move(ids), line.index});
+        if (!blank) sentences.push_back(SessionSentence{id, std::move(ids), line.index, prefix_ids(line)});
         pending.push_back(Pending{std::move(line), blank ? blank_translation() : Translation{}, start, blank});
       }
       std::stable_sort(sentences.begin(), sentences.end(), [](const SessionSentence& a, const SessionSentence& b) {

@@ -38,6 +38,10 @@ struct TranslatorOptions {
   // 0 = half of batching.max_batch_size.
   size_t min_join = 0;
   SearchOptions search;
+  // The text each input line's translation must start with, by input line number (Line::index); an
+  // empty string: none. Empty: no prefixes. The prefix is part of the translation (SessionSentence::prefix
+  // says how it is scored).
+  std::vector<std::string> target_prefixes;
   // Search settings left to the model file: those it records replace the values in `search`.
   OpenSettings open_settings;
   // Source tokens per sentence, EOS included; longer lines are cut (with a warning) to fit, and never
@@ -124,6 +128,8 @@ class Translator {
   void start_decoding();
   // Source ids of a line (empty for a blank line), cut to --max-input-length with a warning.
   std::vector<int32_t> source_ids(const Line& line, const WarningSink& warn);
+  // Target ids of the line's prefix (empty without one).
+  std::vector<int32_t> prefix_ids(const Line& line) const;
   Translation detokenize(const SearchResult& result);
   Translation blank_translation() const;
 

@@ -65,13 +65,20 @@ CHECKPOINTS = {
     "marian_separate": dict(config=SEPARATE_CONFIG, separate_vocabs=True, train_steps=1500,
                             generation=dict(max_length=256, num_beams=4, forced_eos_token_id=0)),
 }
-# The golden sets of each checkpoint: (file label, num_beams, max_new_tokens, forced EOS). Outputs run to
-# a median of ~46 tokens, so max_new_tokens=12 stops most of them at the limit, with and without HF's
-# ForcedEOSTokenLogitsProcessor (forced_eos_token_id = EOS).
+# The golden sets of each checkpoint: (file label, num_beams, max_new_tokens, forced EOS[, extras]). Outputs
+# run to a median of ~46 tokens, so max_new_tokens=12 stops most of them at the limit, with and without
+# HF's ForcedEOSTokenLogitsProcessor (forced_eos_token_id = EOS). Extras: HF's repetition controls
+# (repetition_penalty, no_repeat_ngram_size) and target prefixes (given to generate() as
+# decoder_input_ids = [decoder start] + the target ids of TARGET_PREFIXES[line % 5], the last one none).
+REPETITION = dict(repetition_penalty=1.3, no_repeat_ngram_size=3)
+TARGET_PREFIXES = ["Ein", "Die", "Zwei", "Heute", ""]
 GOLDEN_SETS = {
     "marian_tiny": [("greedy", 1, 80, False), ("beam4", 4, 80, False),
                     ("greedy_limit12", 1, 12, False), ("beam4_limit12", 4, 12, False),
-                    ("greedy_limit12_forced", 1, 12, True), ("beam4_limit12_forced", 4, 12, True)],
+                    ("greedy_limit12_forced", 1, 12, True), ("beam4_limit12_forced", 4, 12, True),
+                    ("greedy_repetition", 1, 40, False, REPETITION), ("beam4_repetition", 4, 40, False, REPETITION),
+                    ("greedy_prefix", 1, 40, False, dict(prefixes=TARGET_PREFIXES)),
+                    ("beam4_prefix", 4, 40, False, dict(prefixes=TARGET_PREFIXES))],
     "marian_separate": [("greedy", 1, 80, True), ("beam4", 4, 80, True),
                         ("greedy_limit12", 1, 12, False), ("beam4_limit12", 4, 12, False),
                         ("greedy_limit12_forced", 1, 12, True), ("beam4_limit12_forced", 4, 12, True)],
@@ -278,29 +285,40 @@ def select_inputs(data_dir, tokenizer, seed):
 
 # --- running generate() ---------------------------------------------------------------------------
 
-def generation_config(num_beams, max_new_tokens, pad_id, eos_id, forced_eos):
+def generation_config(num_beams, max_new_tokens, pad_id, eos_id, forced_eos, extras=None):
     from transformers import GenerationConfig
+    extras = extras or {}
     return GenerationConfig(num_beams=num_beams, do_sample=False, num_return_sequences=1,
                             length_penalty=1.0, early_stopping=False, max_new_tokens=max_new_tokens,
                             min_length=0, min_new_tokens=None, bad_words_ids=[[pad_id]],
                             forced_bos_token_id=None, forced_eos_token_id=eos_id if forced_eos else None,
-                            repetition_penalty=1.0, no_repeat_ngram_size=0, encoder_no_repeat_ngram_size=0,
+                            repetition_penalty=extras.get("repetition_penalty", 1.0),
+                            no_repeat_ngram_size=extras.get("no_repeat_ngram_size", 0),
+                            encoder_no_repeat_ngram_size=0,
                             renormalize_logits=False, decoder_start_token_id=pad_id, eos_token_id=eos_id,
                             pad_token_id=pad_id, bos_token_id=None, output_scores=True, output_logits=True,
                             return_dict_in_generate=True, use_cache=True)
 
 
-def run_generate(model, source_ids, config, device):
-    """Returns (output ids without start/EOS/pad, finished, score, min top-2 logit gap for greedy)."""
+def run_generate(model, source_ids, config, device, prefix_ids=()):
+    """Returns (output ids without start/EOS/pad, finished, score, min top-2 logit gap for greedy). A target
+    prefix goes in as decoder_input_ids and comes back at the start of the output; the score is that of the
+    tokens after it (HF scores only new tokens; seqtrans's forced prefix adds 0). Greedy scores with
+    repetition controls are NaN: HF reports none, and the processed logits are not seqtrans's normalizer."""
     import torch
     pad_id, eos_id = config.pad_token_id, config.eos_token_id
     inputs = torch.tensor([source_ids], device=device)
+    kwargs = {}
+    if prefix_ids:
+        kwargs["decoder_input_ids"] = torch.tensor([[pad_id] + list(prefix_ids)], device=device)
     with torch.no_grad():
-        result = model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), generation_config=config)
+        result = model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), generation_config=config,
+                                **kwargs)
     sequence = result.sequences[0].tolist()
-    if sequence[0] != pad_id:
-        raise RuntimeError(f"generate() did not start with the decoder start id: {sequence[:3]}")
-    sequence = sequence[1:]
+    if sequence[0] != pad_id or sequence[1:1 + len(prefix_ids)] != list(prefix_ids):
+        raise RuntimeError(f"generate() did not start with the decoder start id and the prefix: {sequence[:3]}")
+    prefix = sequence[1:1 + len(prefix_ids)]
+    sequence = sequence[1 + len(prefix_ids):]
     while sequence and sequence[-1] == pad_id:
         sequence.pop()
     if pad_id in sequence:
@@ -312,7 +330,9 @@ def run_generate(model, source_ids, config, device):
     if forced_step is not None and len(sequence) > forced_step and not (finished and len(sequence) == forced_step + 1):
         raise RuntimeError(f"forced EOS: {len(sequence)} tokens, the last {sequence[-1]}")
     gap = float("inf")
-    if config.num_beams == 1:
+    if config.num_beams == 1 and (config.repetition_penalty != 1.0 or config.no_repeat_ngram_size):
+        score = float("nan")
+    elif config.num_beams == 1:
         # HF beam search takes log_softmax over the raw logits (pad included) and then applies the
         # processors (pad -> -inf, a forced step -> EOS 0); the greedy score is the same sum of processed
         # log-probs so that both files mean the same thing: a forced EOS adds 0.
@@ -334,7 +354,7 @@ def run_generate(model, source_ids, config, device):
         score = float(result.sequences_scores[0])
     if finished:
         sequence = sequence[:-1]
-    return sequence, finished, score, gap
+    return prefix + sequence, finished, score, gap
 
 
 def write_tsv(path, comment, rows):
@@ -408,24 +428,33 @@ def main():
           flush=True)
 
     summaries = {}
-    for label, num_beams, max_new_tokens, forced_eos in sets:
-        config = generation_config(num_beams, max_new_tokens, pad_id, eos_id, forced_eos)
+    for label, num_beams, max_new_tokens, forced_eos, *more in sets:
+        extras = more[0] if more else {}
+        config = generation_config(num_beams, max_new_tokens, pad_id, eos_id, forced_eos, extras)
+        prefix_texts = extras.get("prefixes", [])
+        prefix_ids = [tokenizer(text_target=text)["input_ids"][:-1] if text else [] for text in prefix_texts]
         model.generation_config = config
         step_started = time.time()
         rows = []
         min_gap = float("inf")
         near_ties = []
         for line_number, (text, ids) in enumerate(zip(inputs, source_ids), start=2):
-            output, finished, score, gap = run_generate(model, ids, config, device)
+            prefix = prefix_ids[(line_number - 2) % len(prefix_ids)] if prefix_ids else ()
+            output, finished, score, gap = run_generate(model, ids, config, device, prefix)
             rows.append((text, ids, output, finished, score))
             min_gap = min(min_gap, gap)
             if gap < NEAR_TIE:
                 near_ties.append((line_number, gap))
         greedy_score = "sum(log_softmax(raw logits))" + (" (a forced EOS adds 0)" if forced_eos else "")
+        if config.repetition_penalty != 1.0 or config.no_repeat_ngram_size:
+            greedy_score = "nan"
         setting_line = (f"model={args.model} num_beams={num_beams} do_sample=False length_penalty=1.0 "
                         f"early_stopping=False num_return_sequences=1 max_new_tokens={max_new_tokens} "
                         f"bad_words_ids=[[{pad_id}]] forced_eos_token_id={eos_id if forced_eos else None} "
-                        f"min_length=0 repetition_penalty=1.0 no_repeat_ngram_size=0 decoder_start_id={pad_id} "
+                        f"min_length=0 repetition_penalty={config.repetition_penalty} "
+                        f"no_repeat_ngram_size={config.no_repeat_ngram_size} "
+                        f"target_prefixes={','.join(prefix_texts) if prefix_texts else 'none'} "
+                        f"decoder_start_id={pad_id} "
                         f"eos_id={eos_id} batch_size=1 dtype=float32 device={device} "
                         f"score={'sequences_scores' if num_beams > 1 else greedy_score} "
                         f"columns=source_text,source_ids,output_ids,finished,score")

@@ -51,6 +51,11 @@ void convert(const Tensor& x, Tensor& out, cudaStream_t stream);
 void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& indices,
                       cudaStream_t stream);
 
+// Hugging Face's repetition controls in place (ops::penalize_repetitions), one block per row. History ids
+// outside the vocabulary are skipped (the CPU throws).
+void penalize_repetitions(Tensor& logits, const Tensor& history, const Tensor& lengths,
+                          const ops::RepetitionOptions& options, cudaStream_t stream);
+
 // ---- sampling output layer ----
 
 // ops::sample_tokens on the device: the same draws as the CPU (core/sampling_math.h). logits: [rows, V]

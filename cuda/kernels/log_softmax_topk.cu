@@ -44,6 +44,7 @@ struct TopkArguments {
   int32_t* indices;            // [rows, k]
   int vocab;
   int k;
+  bool normalize;  // false: the logits already are the scores, returned as they are
 };
 
 // One row: its logits plus bias and the suppression bitmap, element by element.
@@ -325,7 +326,7 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArgument
   for (int i = threadIdx.x; i < k; i += kThreads) {
     const unsigned long long best = shared.candidates[i];
     const float z = key_score(static_cast<uint32_t>(best >> 32));
-    args.values[row_index * k + i] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
+    args.values[row_index * k + i] = z == -INFINITY || !args.normalize ? z : z - log_sum_exp;
     args.indices[row_index * k + i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
   }
 }
@@ -368,7 +369,7 @@ __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArgume
     for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
     if (threadIdx.x == 0) {
       const float z = key_score(static_cast<uint32_t>(best >> 32));
-      args.values[row_index] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
+      args.values[row_index] = z == -INFINITY || !args.normalize ? z : z - log_sum_exp;
       args.indices[row_index] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
     }
   }
@@ -427,7 +428,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // One warp per row merges its chunks (at most 32): logsumexp of the partial sums and the largest key.
 // Every chunk holds at least one element (argmax_chunks), so every partial has a real key.
-__global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict__ partials, int chunks,
+__global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict__ partials, int chunks, bool normalize,
                                                 float* __restrict__ values, int32_t* __restrict__ indices) {
   const int64_t row_index = blockIdx.x;
   const int lane = threadIdx.x;
@@ -446,7 +447,7 @@ __global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict_
   if (lane == 0) {
     const float log_sum_exp = row_max == -INFINITY ? -INFINITY : row_max + logf(sum);
     const float z = key_score(static_cast<uint32_t>(best >> 32));
-    values[row_index] = z == -INFINITY ? -INFINITY : z - log_sum_exp;
+    values[row_index] = z == -INFINITY || !normalize ? z : z - log_sum_exp;
     indices[row_index] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
   }
 }
@@ -475,7 +476,8 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorit
     auto* partial = static_cast<ArgmaxPartial*>(partials.raw());
     log_softmax_argmax_chunk_kernel<T, B, N><<<dim3(chunks, blocks), kThreads, 0, stream>>>(args, partial);
     CUDA_CHECK_LAUNCH();
-    log_softmax_argmax_merge_kernel<<<blocks, 32, 0, stream>>>(partial, chunks, args.values, args.indices);
+    log_softmax_argmax_merge_kernel<<<blocks, 32, 0, stream>>>(partial, chunks, args.normalize, args.values,
+                                                                args.indices);
   } else if (args.k == 1) {
     log_softmax_argmax_kernel<T, B, N><<<blocks, kThreads, 0, stream>>>(args);
   } else {
@@ -516,6 +518,7 @@ void launch_log_softmax_topk(const Tensor& logits, const ops::TopkOptions& optio
   args.indices = indices.data<int32_t>();
   args.vocab = static_cast<int>(logits.dim(1));
   args.k = options.k;
+  args.normalize = options.normalize;
   dispatch_width(args, logits.dim(0), options.algorithm, stream);
 }
 

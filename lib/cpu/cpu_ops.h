@@ -28,6 +28,9 @@ void copy_prefix(const Tensor& src, Tensor& dst);
 void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);
 
 void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& ids);
+// History ids outside the vocabulary throw.
+void penalize_repetitions(Tensor& logits, const Tensor& history, const Tensor& lengths,
+                          const ops::RepetitionOptions& options);
 // Rows whose banned_id is outside the vocabulary ban nothing.
 void sample_tokens(const Tensor& logits, const Tensor& rows, const ops::SampleOptions& options, Tensor& ids,
                    Tensor& log_probs);

@@ -24,7 +24,7 @@ void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Ten
       max_value = std::max(max_value, row[i]);
     }
     // Normalizer with the exp-sum in double; an all -inf row stays -inf.
-    if (max_value != kMinusInfinity) {
+    if (options.normalize && max_value != kMinusInfinity) {
       double exp_sum = 0.0;
       for (int64_t i = 0; i < vocab; ++i) exp_sum += std::exp(static_cast<double>(row[i] - max_value));
       const float log_sum = static_cast<float>(std::log(exp_sum));

@@ -459,18 +459,25 @@ Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int
   return result;
 }
 
-void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values,
-                                       Tensor& ids) const {
+void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const Tensor& x, int k,
+                                       const RepetitionRequest* repetitions, Tensor& values, Tensor& ids) const {
   const ProfileScope profile("output layer");
   // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects or draws.
   const Tensor& suppressed = state.suppressed_devices[static_cast<size_t>(state.suppressed)];
   const Tensor* suppressed_ids = suppressed.elements() == 0 ? nullptr : &suppressed;
   const Tensor* bias = output_bias_.defined() ? &output_bias_ : nullptr;
+  Tensor scores = logits(x);  // [rows, V]
+  bool normalize = true;
+  if (repetitions != nullptr && repetitions->on()) {
+    apply_repetition_controls(scores, *repetitions, bias);  // adds the bias
+    bias = nullptr;
+    normalize = !repetitions->on_log_probs;
+  }
   if (k == kSampled) {
     ops::SampleOptions options;
     options.bias = bias;
     options.suppressed_ids = suppressed_ids;
-    ops::sample_tokens(logits(x), state.sampling_rows.slice_rows(0, x.dim(0)), options, ids, values);
+    ops::sample_tokens(scores, state.sampling_rows.slice_rows(0, x.dim(0)), options, ids, values);
     return;
   }
   ops::TopkOptions options;
@@ -478,16 +485,17 @@ void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const T
   options.bias = bias;
   options.suppressed_ids = suppressed_ids;
   options.algorithm = options_.topk_algorithm;
-  ops::log_softmax_topk(logits(x), options, values, ids);
+  options.normalize = normalize;
+  ops::log_softmax_topk(scores, options, values, ids);
 }
 
-void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, Tensor& values,
-                                   Tensor& ids) const {
+void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph,
+                                   const RepetitionRequest& repetitions, Tensor& values, Tensor& ids) const {
   if (graph) {
     run_step_graph(state, rows, k, values, ids);
     return;
   }
-  output_layer(state, decode(state, rows), k, values, ids);
+  output_layer(state, decode(state, rows), k, &repetitions, values, ids);
   ++step_counts_.launched;
 }
 
@@ -501,14 +509,14 @@ void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t row
   } else if (state.launched.insert(key).second) {
     // A shape's first step runs op by op: a shape met once (a bucket the batch passes in one step) costs
     // no recording, which takes longer than launching the ops.
-    output_layer(state, decode(state, rows), k, values, ids);
+    output_layer(state, decode(state, rows), k, /*repetitions=*/nullptr, values, ids);
     ++step_counts_.launched;
     return;
   } else {
     auto created = std::make_unique<StepGraph>(options_.device);
     step_graph = created.get();
     step_graph->graph.capture(
-        [&] { output_layer(state, decode(state, rows), k, step_graph->values, step_graph->ids); });
+        [&] { output_layer(state, decode(state, rows), k, nullptr, step_graph->values, step_graph->ids); });
     state.graphs.emplace(key, std::move(created));
     ++step_counts_.captured;
   }
@@ -528,6 +536,25 @@ void EncoderDecoderModel::update_suppressed(EncoderDecoderState& state, const st
   state.suppressed_devices.push_back(ids_tensor(suppressed, options_.device));
 }
 
+void EncoderDecoderModel::fused_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,
+                                     const OutputRequest& request, std::vector<float>& values,
+                                     std::vector<int32_t>& ids) const {
+  update_suppressed(state, *request.suppressed_ids);
+  const bool graph = use_graphs() && !request.repetitions->on();
+  const int64_t slots = state.slots();
+  const int64_t rows = prepare_step(state, input_ids, graph);
+  if (request.draws != nullptr) upload_sampling_rows(state, *request.draws);
+  Tensor step_values, step_ids;
+  run_step(state, rows, request.k, graph, *request.repetitions, step_values, step_ids);
+  finish_step(state);
+  // A graph's padding rows come last: the slots' rows are the first ones.
+  const size_t kept = static_cast<size_t>(slots * std::max(request.k, 1));
+  values = step_values.to_float_vector();
+  ids = step_ids.to_int_vector();
+  values.resize(kept);
+  ids.resize(kept);
+}
+
 void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,
                                           const CandidateRequest& request, StepCandidates& candidates) {
   if (!options_.fused_output) {
@@ -535,21 +562,10 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
     return;
   }
   auto& state = static_cast<EncoderDecoderState&>(base_state);
-  update_suppressed(state, request.suppressed_ids);
-  const bool graph = use_graphs();
-  const int64_t slots = state.slots();
-  const int64_t rows = prepare_step(state, input_ids, graph);
-  Tensor values, ids;
-  run_step(state, rows, request.k, graph, values, ids);
-  finish_step(state);
-  std::vector<float> log_probs = values.to_float_vector();
-  std::vector<int32_t> best = ids.to_int_vector();
-  log_probs.resize(static_cast<size_t>(slots * request.k));
-  best.resize(static_cast<size_t>(slots * request.k));
-  candidates.slots = slots;
+  candidates.slots = state.slots();
   candidates.k = request.k;
-  candidates.log_probs = std::move(log_probs);
-  candidates.ids = std::move(best);
+  fused_step(state, input_ids, OutputRequest{request.k, &request.suppressed_ids, &request.repetitions, nullptr},
+             candidates.log_probs, candidates.ids);
 }
 
 void EncoderDecoderModel::upload_sampling_rows(EncoderDecoderState& state,
@@ -568,18 +584,8 @@ void EncoderDecoderModel::step_samples(DecoderState& base_state, const std::vect
     return;
   }
   auto& state = static_cast<EncoderDecoderState&>(base_state);
-  update_suppressed(state, request.suppressed_ids);
-  const bool graph = use_graphs();
-  const int64_t slots = state.slots();
-  const int64_t rows = prepare_step(state, input_ids, graph);
-  upload_sampling_rows(state, request.rows);
-  Tensor log_probs, ids;
-  run_step(state, rows, kSampled, graph, log_probs, ids);
-  finish_step(state);
-  samples.ids = ids.to_int_vector();
-  samples.log_probs = log_probs.to_float_vector();
-  samples.ids.resize(static_cast<size_t>(slots));
-  samples.log_probs.resize(static_cast<size_t>(slots));
+  fused_step(state, input_ids, OutputRequest{kSampled, &request.suppressed_ids, &request.repetitions, &request.rows},
+             samples.log_probs, samples.ids);
 }
 
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {

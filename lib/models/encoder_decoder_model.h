@@ -91,13 +91,27 @@ class EncoderDecoderModel : public StepModel {
   // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
   Tensor logits(const Tensor& x) const;
   // The fused output layer: the k best log-probs per row and their ids ([rows, k]), or, for k = kSampled,
-  // one draw per row with the state's sampling rows (ids and log-probs [rows]).
-  void output_layer(const EncoderDecoderState& state, const Tensor& x, int k, Tensor& values, Tensor& ids) const;
+  // one draw per row with the state's sampling rows (ids and log-probs [rows]); the repetition controls
+  // first, when given (never in a graph: their histories change shape every step).
+  void output_layer(const EncoderDecoderState& state, const Tensor& x, int k, const RepetitionRequest* repetitions,
+                    Tensor& values, Tensor& ids) const;
   // The decoder step and output layer over `rows` rows (prepared): as a CUDA graph when `graph`, else op by op.
-  void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, Tensor& values, Tensor& ids) const;
+  void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, const RepetitionRequest& repetitions,
+                Tensor& values, Tensor& ids) const;
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
   void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values, Tensor& ids) const;
+  // What a fused step's output layer computes: the k best per slot, or (k = kSampled, draws given) one draw.
+  struct OutputRequest {
+    int k = 1;
+    const std::vector<int32_t>* suppressed_ids = nullptr;
+    const RepetitionRequest* repetitions = nullptr;
+    const std::vector<ops::SamplingRow>* draws = nullptr;  // [slots]
+  };
+  // One decoder step through the fused output layer (as a graph when it can): the slots' values and ids,
+  // [slots, k] or [slots], on the host.
+  void fused_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, const OutputRequest& request,
+                  std::vector<float>& values, std::vector<int32_t>& ids) const;
   // The draws' settings into the state's sampling rows, padding rows included.
   void upload_sampling_rows(EncoderDecoderState& state, const std::vector<ops::SamplingRow>& draws) const;
   // After a step: positions advance and the pending reorder is spent.

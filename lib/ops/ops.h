@@ -119,8 +119,27 @@ struct TopkOptions {
   const Tensor* bias = nullptr;            // [V], the logits' dtype or fp32
   const Tensor* suppressed_ids = nullptr;  // [n] int32, set to -inf after normalization
   TopkAlgorithm algorithm = TopkAlgorithm::Auto;
+  // false: the logits already are log-probs (penalize_repetitions normalized and processed them, as HF's
+  // beam search does): the k best are returned as they are.
+  bool normalize = true;
 };
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& ids);
+
+// Hugging Face's repetition controls, in place on logits [rows, V] fp32, in HF's order: z = logits + bias
+// (with `normalize`, z - logsumexp(z): HF's beam search processes log-probs); then, per row, the repetition
+// penalty on each distinct id of the row's history (z < 0 ? z * penalty : z / penalty,
+// RepetitionPenaltyLogitsProcessor); then the ids that would complete an n-gram already in the history go to
+// -inf (NoRepeatNGramLogitsProcessor). history: [rows, T] int32, row r's decoder inputs so far (the start
+// id, the generated ids, the id fed at this step) in its first lengths[r] entries; lengths: [rows] int32.
+// The output layer then reads the logits without the bias.
+struct RepetitionOptions {
+  float penalty = 1.0f;     // 1 = off
+  int no_repeat_ngram = 0;  // 0 = off
+  const Tensor* bias = nullptr;  // [V] fp32
+  bool normalize = false;
+};
+void penalize_repetitions(Tensor& logits, const Tensor& history, const Tensor& lengths,
+                          const RepetitionOptions& options);
 
 // One row's sampling settings, packed into int32 words for the device ([rows, kSamplingRowWords]).
 // Hugging Face's warpers in HF's order: temperature, then top-k, top-p and min-p.

@@ -8,8 +8,8 @@
 
 namespace seqtrans {
 
-// A sentence's beam search, `max_generated` tokens at most (EOS included).
+// A sentence's beam search within `limits`.
 std::unique_ptr<SentenceSearch> make_beam_sentence(const StepModel& model, const SearchOptions& options,
-                                                   int max_generated);
+                                                   const SentenceLimits& limits);
 
 }  // namespace seqtrans

@@ -3,20 +3,29 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "search/search_common.h"
 
 namespace seqtrans {
 
-OnePathSentence::OnePathSentence(const StepModel& model, const SearchOptions& options, int max_generated)
+OnePathSentence::OnePathSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits)
     : eos_id_(model.eos_id()),
+      start_id_(model.decoder_start_id()),
       vocab_(model.target_vocab_size()),
-      min_length_(options.min_length),
-      position_{0, max_generated},
+      min_length_(limits.min_length),
+      prefix_(limits.prefix),
+      position_{0, limits.max_generated},
       inputs_{model.decoder_start_id()} {}
+
+void OnePathSentence::add_histories(std::vector<std::vector<int32_t>>& histories) const {
+  histories.push_back(decoder_history(start_id_, path_.tokens));
+}
 
 void OnePathSentence::advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) {
   continuing.clear();
   SEQTRANS_CHECK(!done_, "one-path search: the sentence is already done");
-  const PathChoice choice = choose(outputs, position_);
+  const bool forced = static_cast<size_t>(position_.generated) < prefix_.size();
+  const PathChoice choice = forced ? PathChoice{prefix_[static_cast<size_t>(position_.generated)], 0.0f}
+                                   : choose(outputs, position_);
   SEQTRANS_CHECK(choice.token >= 0 && choice.token < vocab_ && std::isfinite(choice.log_prob),
                  "no token has a finite score at step {}", position_.generated);
   path_.score += choice.log_prob;
@@ -41,8 +50,8 @@ SearchResult OnePathSentence::take_result() {
   return result;
 }
 
-GreedySentence::GreedySentence(const StepModel& model, const SearchOptions& options, int max_generated)
-    : OnePathSentence(model, options, max_generated), force_eos_at_max_length_(options.force_eos_at_max_length) {}
+GreedySentence::GreedySentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits)
+    : OnePathSentence(model, options, limits), force_eos_at_max_length_(options.force_eos_at_max_length) {}
 
 PathChoice GreedySentence::choose(const SlotOutputs& outputs, const RowPosition& position) {
   if (force_eos_at_max_length_ && position.generated == position.max_generated - 1) return {eos_id(), 0.0f};

@@ -22,14 +22,16 @@ struct PathChoice {
   float log_prob = 0.0f;
 };
 
-// A sentence decoded along one path: each step feeds its last token, takes the token `choose` gives and
-// stops at EOS or at its maximum length. Score = sum of the chosen log-probs.
+// A sentence decoded along one path: each step feeds its last token, takes the token `choose` gives (the
+// prefix's while it lasts, adding 0) and stops at EOS or at its maximum length. Score = sum of the chosen
+// log-probs.
 class OnePathSentence : public SentenceSearch {
  public:
-  OnePathSentence(const StepModel& model, const SearchOptions& options, int max_generated);
+  OnePathSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits);
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
   bool eos_banned() const override { return position_.generated < min_length_; }
+  void add_histories(std::vector<std::vector<int32_t>>& histories) const override;
   void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override;
   bool done() const override { return done_; }
   SearchResult take_result() override;
@@ -41,8 +43,10 @@ class OnePathSentence : public SentenceSearch {
 
  private:
   int32_t eos_id_;
+  int32_t start_id_;
   int64_t vocab_;
   int min_length_;
+  std::vector<int32_t> prefix_;
   RowPosition position_;
   std::vector<int32_t> inputs_;  // [1]
   Hypothesis path_;
@@ -53,7 +57,7 @@ class OnePathSentence : public SentenceSearch {
 // (StepModel::step_candidates), so that only k values per slot leave the device.
 class GreedySentence : public OnePathSentence {
  public:
-  GreedySentence(const StepModel& model, const SearchOptions& options, int max_generated);
+  GreedySentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits);
 
  protected:
   PathChoice choose(const SlotOutputs& outputs, const RowPosition& position) override;

@@ -27,6 +27,12 @@ struct SearchOptions {
   // Generated length counts the EOS token (as Hugging Face does).
   float length_penalty = 1.0f;
   BeamStopping beam_stopping = BeamStopping::Heuristic;
+  // Diverse beam search (Vijayakumar et al., 2018) with HF 4.x group beam search semantics: the beam splits
+  // into beam_groups groups of beam_size / beam_groups beams, stepped one after the other; a token's score
+  // in a group drops by diversity_penalty for each beam of an earlier group that took it at this step
+  // (Hamming diversity). 1 = plain beam search.
+  int beam_groups = 1;
+  float diversity_penalty = 0.0f;
 
   // Maximum generated tokens (EOS included) = max_length_a + max_length_b * source length
   // (source length counts the source EOS), capped by the model's positions.
@@ -44,6 +50,12 @@ struct SearchOptions {
   // measures: done sentences keep their slots (beam_size each in beam search) and are stepped, their
   // outputs ignored, until every sentence of the batch is done. Results are the same either way.
   bool shrink_batch = true;
+
+  // Hugging Face's repetition controls, in any search: the logits (log-probs in beam search) of ids already
+  // among the decoder inputs are multiplied (< 0) or divided (>= 0) by repetition_penalty, and ids that
+  // would repeat an n-gram of no_repeat_ngram_size ids get -inf. 1 and 0 = off.
+  float repetition_penalty = 1.0f;
+  int no_repeat_ngram_size = 0;
 
   // Sampling (with beam_size 1): used when sampling_topk != 1 (0 = whole vocabulary), sampling_topp < 1 or
   // sampling_minp > 0; Hugging Face's warpers in HF's order: temperature, top-k, top-p, min-p.

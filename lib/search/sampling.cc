@@ -3,15 +3,18 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "search/search_common.h"
 
 namespace seqtrans {
 
-SamplingSentence::SamplingSentence(const StepModel& model, const SearchOptions& options, int max_generated,
+SamplingSentence::SamplingSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits,
                                    uint64_t line)
     : eos_id_(model.eos_id()),
+      start_id_(model.decoder_start_id()),
       vocab_(model.target_vocab_size()),
-      min_length_(options.min_length),
-      max_generated_(max_generated),
+      min_length_(limits.min_length),
+      max_generated_(limits.max_generated),
+      prefix_(limits.prefix),
       force_eos_at_max_length_(options.force_eos_at_max_length),
       line_(line),
       samples_(static_cast<size_t>(options.num_hypotheses)) {
@@ -19,6 +22,11 @@ SamplingSentence::SamplingSentence(const StepModel& model, const SearchOptions& 
     running_.push_back(s);
     inputs_.push_back(model.decoder_start_id());
   }
+}
+
+void SamplingSentence::add_histories(std::vector<std::vector<int32_t>>& histories) const {
+  for (int32_t sample : running_)
+    histories.push_back(decoder_history(start_id_, samples_[static_cast<size_t>(sample)].tokens));
 }
 
 void SamplingSentence::add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const {
@@ -36,13 +44,15 @@ void SamplingSentence::add_draws(const ops::SamplingRow& base, std::vector<ops::
 void SamplingSentence::advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) {
   continuing.clear();
   SEQTRANS_CHECK(!done(), "sampling: the sentence is already done");
-  // HF's forced EOS leaves EOS (log-prob 0) as the only token at the last allowed step.
-  const bool forced = force_eos_at_max_length_ && generated_ == max_generated_ - 1;
+  // A prefix token, then HF's forced EOS (EOS as the only token at the last allowed step), add log-prob 0.
+  const bool in_prefix = static_cast<size_t>(generated_) < prefix_.size();
+  const bool forced = in_prefix || (force_eos_at_max_length_ && generated_ == max_generated_ - 1);
+  const int32_t forced_token = in_prefix ? prefix_[static_cast<size_t>(generated_)] : eos_id_;
   std::vector<int32_t> still_running;
   inputs_.clear();
   for (size_t slot = 0; slot < running_.size(); ++slot) {
     const size_t row = static_cast<size_t>(outputs.first_slot) + slot;
-    const int32_t token = forced ? eos_id_ : outputs.samples->ids[row];
+    const int32_t token = forced ? forced_token : outputs.samples->ids[row];
     const float log_prob = forced ? 0.0f : outputs.samples->log_probs[row];
     SEQTRANS_CHECK(token >= 0 && token < vocab_ && std::isfinite(log_prob), "no token has a finite score at step {}",
                    generated_);

@@ -18,10 +18,11 @@ namespace seqtrans {
 // filters do not enter); a forced EOS adds 0. Results come in sample order, not sorted by score.
 class SamplingSentence : public SentenceSearch {
  public:
-  SamplingSentence(const StepModel& model, const SearchOptions& options, int max_generated, uint64_t line);
+  SamplingSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits, uint64_t line);
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
   bool eos_banned() const override { return generated_ < min_length_; }
+  void add_histories(std::vector<std::vector<int32_t>>& histories) const override;
   void add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const override;
   void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override;
   bool done() const override { return running_.empty(); }
@@ -29,9 +30,11 @@ class SamplingSentence : public SentenceSearch {
 
  private:
   int32_t eos_id_;
+  int32_t start_id_;
   int64_t vocab_;
   int min_length_;
   int max_generated_;
+  std::vector<int32_t> prefix_;
   bool force_eos_at_max_length_;
   uint64_t line_;
   int generated_ = 0;                 // tokens every running sample has generated

@@ -32,6 +32,16 @@ void validate_options(const SearchOptions& options) {
   SEQTRANS_CHECK(options.sampling_topk >= 0, "sampling_topk must be >= 0, got {}", options.sampling_topk);
   SEQTRANS_CHECK(options.sampling_minp >= 0.0f && options.sampling_minp <= 1.0f,
                  "sampling_minp must be in [0, 1], got {}", options.sampling_minp);
+  SEQTRANS_CHECK(options.beam_groups >= 1 && options.beam_size % options.beam_groups == 0,
+                 "beam_groups {} must divide beam_size {}", options.beam_groups, options.beam_size);
+  SEQTRANS_CHECK(std::isfinite(options.diversity_penalty), "diversity_penalty must be finite, got {}",
+                 options.diversity_penalty);
+  SEQTRANS_CHECK(options.diversity_penalty == 0.0f || options.beam_groups > 1,
+                 "diversity_penalty {} needs beam_groups > 1", options.diversity_penalty);
+  SEQTRANS_CHECK(options.repetition_penalty > 0.0f && std::isfinite(options.repetition_penalty),
+                 "repetition_penalty must be > 0, got {}", options.repetition_penalty);
+  SEQTRANS_CHECK(options.no_repeat_ngram_size >= 0, "no_repeat_ngram_size must be >= 0, got {}",
+                 options.no_repeat_ngram_size);
   SEQTRANS_CHECK(!samples(options) || options.beam_size == 1,
                  "sampling (sampling_topk={}, sampling_topp={}, sampling_minp={}) needs beam_size 1, got beam_size {}",
                  options.sampling_topk, options.sampling_topp, options.sampling_minp, options.beam_size);
@@ -66,9 +76,12 @@ std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector
 }
 
 std::vector<SearchResult> search_with_streams(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                              const SearchOptions& options, const std::vector<uint64_t>& streams) {
+                                              const SearchOptions& options, const std::vector<uint64_t>& streams,
+                                              const std::vector<std::vector<int32_t>>& prefixes) {
   validate_options(options);
   SEQTRANS_CHECK(streams.size() == sources.size(), "search: {} streams for {} sources", streams.size(), sources.size());
+  SEQTRANS_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "search: {} prefixes for {} sources",
+                 prefixes.size(), sources.size());
   if (sources.empty()) return {};
   SearchSession session(model, options);
   // One batch: its bounds are known, so the pools are sized once.
@@ -83,7 +96,8 @@ std::vector<SearchResult> search_with_streams(StepModel& model, const std::vecto
   session.reserve(reservation);
   std::vector<SessionSentence> sentences;
   sentences.reserve(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) sentences.push_back(SessionSentence{i, sources[i], streams[i]});
+  for (size_t i = 0; i < sources.size(); ++i)
+    sentences.push_back(SessionSentence{i, sources[i], streams[i], prefixes.empty() ? std::vector<int32_t>{} : prefixes[i]});
   session.add(sentences);
   std::vector<SearchResult> results(sources.size());
   std::vector<FinishedSentence> finished;

@@ -16,9 +16,12 @@ namespace seqtrans {
 std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
                                  const SearchOptions& options);
 
-// search() with the random stream of sentence i keyed by streams[i] (the input line number) instead of i.
+// search() with the random stream of sentence i keyed by streams[i] (the input line number) instead of i,
+// and, when `prefixes` is given ([sources]), sentence i's translation starting with prefixes[i]
+// (make_sentence_search says how).
 std::vector<SearchResult> search_with_streams(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                              const SearchOptions& options, const std::vector<uint64_t>& streams);
+                                              const SearchOptions& options, const std::vector<uint64_t>& streams,
+                                              const std::vector<std::vector<int32_t>>& prefixes = {});
 
 // Throws seqtrans::Error with a one-line message naming the first invalid option.
 void validate_options(const SearchOptions& options);

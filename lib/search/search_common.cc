@@ -38,6 +38,14 @@ int max_generated_length(const StepModel& model, const SearchOptions& options, s
   return std::max(1, std::min(model.max_target_length(), max_generated_length(options, source_length)));
 }
 
+std::vector<int32_t> decoder_history(int32_t start_id, const std::vector<int32_t>& tokens) {
+  std::vector<int32_t> history;
+  history.reserve(tokens.size() + 1);
+  history.push_back(start_id);
+  history.insert(history.end(), tokens.begin(), tokens.end());
+  return history;
+}
+
 bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots) {
   if (static_cast<int64_t>(sources.size()) != slots) return false;
   for (size_t i = 0; i < sources.size(); ++i) {

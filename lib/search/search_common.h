@@ -23,6 +23,9 @@ std::vector<int32_t> suppressed_without_eos(const StepModel& model);
 // The maximum generated length of a source of `source_length` ids, capped by the model's max_target_length().
 int max_generated_length(const StepModel& model, const SearchOptions& options, size_t source_length);
 
+// A hypothesis's decoder inputs so far, HF's input_ids: the start id, then its tokens.
+std::vector<int32_t> decoder_history(int32_t start_id, const std::vector<int32_t>& tokens);
+
 // True when `sources` keeps every one of `slots` slots in place, so that select() can be skipped.
 bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots);
 

@@ -23,6 +23,8 @@ SearchSession::SearchSession(StepModel& model, const SearchOptions& options)
       options_(options),
       plan_(step_plan(model, options)),
       sampling_base_(sampling_base(options)),
+      repetitions_{options.repetition_penalty, options.no_repeat_ngram_size,
+                   /*on_log_probs=*/search_kind(options) == SearchKind::Beam, {}},
       state_(model.start()) {
   check_step_model(model);
 }
@@ -47,7 +49,9 @@ void SearchSession::add(const std::vector<SessionSentence>& sentences) {
     active.id = sentences[i].id;
     active.source = sentences[i].source;
     active.stream = sentences[i].stream;
-    active.search = make_sentence_search(model_, options_, sentences[i].source.size(), sentences[i].stream);
+    active.prefix = sentences[i].prefix;
+    active.search = make_sentence_search(model_, options_, sentences[i].source.size(), sentences[i].stream,
+                                         sentences[i].prefix);
     active.first_slot = static_cast<int32_t>(expanded.size());
     expanded.insert(expanded.end(), active.search->inputs().size(), first_new + static_cast<int32_t>(i));
     active_.push_back(std::move(active));
@@ -61,10 +65,17 @@ SlotOutputs SearchSession::run_step(StepCandidates& candidates, StepSamples& sam
   std::vector<int32_t> input_ids;
   std::vector<char> banned;
   SampleRequest draws;
+  RepetitionRequest repetitions = repetitions_;
   for (const Active& active : active_) {
     const std::vector<int32_t>& inputs = active.search ? active.search->inputs() : active.parked_inputs;
     input_ids.insert(input_ids.end(), inputs.begin(), inputs.end());
     banned.insert(banned.end(), inputs.size(), active.search && active.search->eos_banned());
+    if (repetitions.on()) {
+      if (active.search)
+        active.search->add_histories(repetitions.histories);
+      else
+        repetitions.histories.insert(repetitions.histories.end(), inputs.size(), {model_.decoder_start_id()});
+    }
     if (!plan_.samples) continue;
     if (active.search)
       active.search->add_draws(sampling_base_, draws.rows);
@@ -74,10 +85,13 @@ SlotOutputs SearchSession::run_step(StepCandidates& candidates, StepSamples& sam
   SlotOutputs outputs;
   if (plan_.samples) {
     draws.suppressed_ids = suppressed_without_eos(model_);
+    draws.repetitions = std::move(repetitions);
     model_.step_samples(*state_, input_ids, draws, samples);
     outputs.samples = &samples;
   } else {
-    model_.step_candidates(*state_, input_ids, candidate_request(model_, plan_, banned), candidates);
+    CandidateRequest request = candidate_request(model_, plan_, banned);
+    request.repetitions = std::move(repetitions);
+    model_.step_candidates(*state_, input_ids, request, candidates);
     outputs.candidates = &candidates;
   }
   return outputs;
@@ -139,7 +153,7 @@ std::vector<SessionSentence> SearchSession::evict_newest(size_t count) {
   if (keep == active_.size()) return evicted;
   for (size_t i = keep; i < active_.size(); ++i) {
     Active& active = active_[i];
-    evicted.push_back(SessionSentence{active.id, std::move(active.source), active.stream});
+    evicted.push_back(SessionSentence{active.id, std::move(active.source), active.stream, std::move(active.prefix)});
     --running_;
   }
   const int32_t kept_slots = active_[keep].first_slot;

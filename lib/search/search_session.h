@@ -21,6 +21,8 @@ struct SessionSentence {
   uint64_t id = 0;
   std::vector<int32_t> source;
   uint64_t stream = 0;
+  // Target ids the translation must start with (without EOS); empty: none (see sentence_search.h).
+  std::vector<int32_t> prefix;
 };
 
 // Where a session's time goes, in seconds of wall time (accumulated over its life).
@@ -64,6 +66,7 @@ class SearchSession {
     uint64_t id = 0;
     std::vector<int32_t> source;  // kept for a restart after an eviction
     uint64_t stream = 0;
+    std::vector<int32_t> prefix;
     std::unique_ptr<SentenceSearch> search;  // null once done and parked (naive batching)
     int32_t first_slot = 0;                  // its first slot in the current step
     std::vector<int32_t> parked_inputs;      // naive batching: slots kept after it is done, fed EOS
@@ -75,6 +78,7 @@ class SearchSession {
   SearchOptions options_;
   StepPlan plan_;
   ops::SamplingRow sampling_base_;  // what every draw shares (sampling)
+  RepetitionRequest repetitions_;   // the repetition settings, without histories
   std::unique_ptr<DecoderState> state_;
   std::vector<Active> active_;  // in slot order
   size_t running_ = 0;          // active sentences whose search is not done

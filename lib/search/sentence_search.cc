@@ -5,6 +5,7 @@
 #include "ops/ops.h"
 #include "search/beam_search.h"
 #include "search/greedy.h"
+#include "search/group_beam_search.h"
 #include "search/sampling.h"
 #include "search/search.h"
 #include "search/search_common.h"
@@ -15,9 +16,11 @@ StepPlan step_plan(const StepModel& model, const SearchOptions& options) {
   switch (search_kind(options)) {
     case SearchKind::Greedy:
       return {false, 1};
-    case SearchKind::Beam:
+    case SearchKind::Beam: {
       // The global best 2 * beam_size over beam x vocab are always among each row's best 2 * beam_size.
-      return {false, static_cast<int>(std::min<int64_t>(2 * options.beam_size, model.target_vocab_size()))};
+      const int k = options.beam_groups > 1 ? group_beam_candidates(options) : 2 * options.beam_size;
+      return {false, static_cast<int>(std::min<int64_t>(k, model.target_vocab_size()))};
+    }
     case SearchKind::Sampling:
       return {true, 0};
   }
@@ -53,15 +56,22 @@ CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan,
 }
 
 std::unique_ptr<SentenceSearch> make_sentence_search(const StepModel& model, const SearchOptions& options,
-                                                     size_t source_length, uint64_t sentence_id) {
+                                                     size_t source_length, uint64_t sentence_id,
+                                                     const std::vector<int32_t>& prefix) {
   const int max_generated = max_generated_length(model, options, source_length);
+  for (int32_t id : prefix)
+    SEQTRANS_CHECK(id >= 0 && id < model.target_vocab_size() && id != model.eos_id(),
+                   "target prefix id {} is EOS or outside the vocabulary of {}", id, model.target_vocab_size());
+  const int prompt = static_cast<int>(prefix.size());
+  const SentenceLimits limits{max_generated + prompt, options.min_length + prompt, prefix};
   switch (search_kind(options)) {
     case SearchKind::Greedy:
-      return std::make_unique<GreedySentence>(model, options, max_generated);
+      return std::make_unique<GreedySentence>(model, options, limits);
     case SearchKind::Beam:
-      return make_beam_sentence(model, options, max_generated);
+      if (options.beam_groups > 1) return make_group_beam_sentence(model, options, limits);
+      return make_beam_sentence(model, options, limits);
     case SearchKind::Sampling:
-      return std::make_unique<SamplingSentence>(model, options, max_generated, sentence_id);
+      return std::make_unique<SamplingSentence>(model, options, limits, sentence_id);
   }
   throw Error("unknown search kind");
 }

@@ -30,6 +30,9 @@ class SentenceSearch {
   virtual const std::vector<int32_t>& inputs() const = 0;
   // True while the next step must not choose EOS for this sentence (min_length not reached yet).
   virtual bool eos_banned() const = 0;
+  // Appends each slot's decoder inputs so far (the start id, the generated ids, the id the next step feeds),
+  // in slot order: the history the repetition controls read.
+  virtual void add_histories(std::vector<std::vector<int32_t>>& histories) const = 0;
   // Sampling: appends the settings of each slot's next draw (`base` with the slot's stream, step, sample
   // index and banned EOS), in slot order. Other searches draw nothing.
   virtual void add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const;
@@ -40,6 +43,16 @@ class SentenceSearch {
   virtual bool done() const = 0;
   // The hypotheses, best first; once, after done().
   virtual SearchResult take_result() = 0;
+};
+
+// What bounds one sentence's output. Lengths count the prefix: a sentence with a prefix of P ids may take
+// max_generated - P more, EOS included, and none of them EOS before min_length - P.
+struct SentenceLimits {
+  int max_generated = 1;
+  int min_length = 0;
+  std::vector<int32_t> prefix;  // forced target ids, no EOS
+
+  int prompt() const { return static_cast<int>(prefix.size()); }
 };
 
 // How every sentence of one search is stepped: the candidates each row needs (greedy and beam), or one
@@ -62,7 +75,13 @@ CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan,
 
 // A sentence's search under `options` (validated), for a source of `source_length` ids. `sentence_id`
 // (the input line) keys its random stream (sampling), so a line samples the same tokens whatever its batch.
+// A non-empty `prefix` (target ids, no EOS) starts every hypothesis, CTranslate2's hard target_prefix: its
+// tokens are forced one step each, add log-prob 0 to the score (CTranslate2 sets a forced token's score to
+// 0), and are part of the output. Lengths count the tokens after it, EOS included, as HF generate() does
+// with the prefix in decoder_input_ids: the length limit and minimum, and beam search's length
+// normalization (where CTranslate2 divides by the whole hypothesis instead).
 std::unique_ptr<SentenceSearch> make_sentence_search(const StepModel& model, const SearchOptions& options,
-                                                     size_t source_length, uint64_t sentence_id);
+                                                     size_t source_length, uint64_t sentence_id,
+                                                     const std::vector<int32_t>& prefix = {});
 
 }  // namespace seqtrans

@@ -22,14 +22,34 @@ class DecoderState {
   virtual int64_t slots() const = 0;
 };
 
+// Hugging Face's repetition controls for one step (ops::penalize_repetitions): each slot's decoder inputs so
+// far, HF's input_ids (the start id, the generated ids, the id fed at this step).
+struct RepetitionRequest {
+  float penalty = 1.0f;     // HF repetition_penalty; 1 = off
+  int no_repeat_ngram = 0;  // HF no_repeat_ngram_size; 0 = off
+  // Beam search: HF applies its processors to log-probs (log_softmax first), greedy search and sampling to
+  // the logits.
+  bool on_log_probs = false;
+  std::vector<std::vector<int32_t>> histories;  // [slots][ids]
+
+  bool on() const { return penalty != 1.0f || no_repeat_ngram > 0; }
+};
+
+// Applies `request` to scores [slots, V] in place (the logits, without their bias: `bias` [V] is added
+// first), on the scores' device. Leaves log-probs when request.on_log_probs.
+void apply_repetition_controls(Tensor& scores, const RepetitionRequest& request, const Tensor* bias);
+
 // What search asks of one decoding step when it needs only the best continuations (greedy, beam).
 struct CandidateRequest {
   int k = 1;                            // continuations per slot, 1 <= k <= vocabulary size
   std::vector<int32_t> suppressed_ids;  // set to -inf after log_softmax (Hugging Face's order)
+  RepetitionRequest repetitions;        // applied before the selection (and the suppression)
 };
 
 // Per slot, the k best next tokens by log-prob (log_softmax over the whole vocabulary, then the
 // suppressed ids masked), best first, ties to the lower id; a row with fewer finite entries ends in -inf.
+// With repetition controls, the log-probs are those of the processed logits (greedy) or the processed
+// log-probs themselves (beam search, RepetitionRequest::on_log_probs).
 struct StepCandidates {
   int64_t slots = 0;
   int k = 0;
@@ -41,6 +61,7 @@ struct StepCandidates {
 struct SampleRequest {
   std::vector<int32_t> suppressed_ids;  // never drawn, for every slot
   std::vector<ops::SamplingRow> rows;   // [slots] each slot's settings and random stream
+  RepetitionRequest repetitions;        // applied to the logits before the draw
 };
 
 // Per slot, the drawn token and its log-prob (log_softmax of the logits, before the sampling filters).

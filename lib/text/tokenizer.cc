@@ -143,6 +143,17 @@ void Tokenizer::encode_part(std::string_view part, std::vector<int32_t>& ids) co
   for (const std::string& piece : pieces) ids.push_back(source_vocab_.to_id(piece));
 }
 
+std::vector<int32_t> Tokenizer::encode_target_prefix(std::string_view text) const {
+  std::vector<int32_t> ids;
+  const std::string cleaned = clean_source_text(text);
+  if (is_blank(cleaned)) return ids;
+  std::vector<std::string> pieces;
+  const auto status = target_spm_->Encode(cleaned, &pieces);
+  SEQTRANS_CHECK(status.ok(), "tokenizer: SentencePiece failed to encode a target prefix: {}", status.ToString());
+  for (const std::string& piece : pieces) ids.push_back(target_vocab_.to_id(piece));
+  return ids;
+}
+
 std::string Tokenizer::decode_target(const std::vector<int32_t>& ids) const {
   std::vector<std::string> pieces;
   pieces.reserve(ids.size());

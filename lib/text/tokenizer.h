@@ -57,6 +57,9 @@ class Tokenizer {
 
   // [length] ids of one source line, EOS last; a blank line gives [eos]. Never throws on bad text.
   std::vector<int32_t> encode_source(std::string_view line) const;
+  // [length] target ids of a text the translation must start with (a target prefix): the target
+  // SentencePiece model and vocabulary, the source's text cleaning, no EOS; a blank text gives none.
+  std::vector<int32_t> encode_target_prefix(std::string_view text) const;
   // Text of target ids [length]; throws seqtrans::Error for an id outside the target vocabulary.
   std::string decode_target(const std::vector<int32_t>& ids) const;
 

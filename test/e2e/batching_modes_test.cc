@@ -1,12 +1,12 @@
 // Iteration-level batching must not change a single output: every line is the same under --batching
 // iteration and shrinking, and at --max-batch-size 1, 64 and 1000, for greedy search, beam search with
-// n-best lists and seeded sampling (top-k, top-p, min-p and temperature, three samples per line: draws are
-// keyed by input line, step and sample, never by batch position). The real binary translates 120 golden
-// source lines with the tiny Marian model, on the CPU and (gpu tag) on the GPU in fp32. Texts must be
-// identical; printed scores may differ in their last digit, because a BLAS rounds a row's product
-// differently for different row counts (OpenBLAS does: measured on 512 x 512 products, a few elements per
-// row differ by an ulp). Sampling keeps to the 10 best tokens: over the whole vocabulary, an ulp can move a
-// draw across a boundary.
+// n-best lists, diverse beam search with repetition controls, and seeded sampling (top-k, top-p, min-p and
+// temperature, three samples per line: draws are keyed by input line, step and sample, never by batch
+// position). The real binary translates 120 golden source lines with the tiny Marian model, on the CPU and
+// (gpu tag) on the GPU in fp32. Texts must be identical; printed scores may differ in their last digit,
+// because a BLAS rounds a row's product differently for different row counts (OpenBLAS does: measured on
+// 512 x 512 products, a few elements per row differ by an ulp). Sampling keeps to the 10 best tokens: over
+// the whole vocabulary, an ulp can move a draw across a boundary.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -15,6 +15,7 @@
 #include "support/golden.h"
 #include "support/gpu.h"
 #include "support/process.h"
+#include "support/scored_lines.h"
 
 using namespace seqtrans::testing;
 
@@ -40,43 +41,13 @@ std::string translate(const std::vector<std::string>& device, const std::vector<
   return result.out;
 }
 
-// Output lines with their scores ("score ||| text" or "index ||| text ||| score") set apart.
-struct ScoredLines {
-  std::vector<std::string> texts;
-  std::vector<double> scores;
-};
-
-ScoredLines parse(const std::string& output) {
-  ScoredLines parsed;
-  for (const std::string& line : split_lines(output)) {
-    std::string text = line;
-    const size_t first = line.find(" ||| "), last = line.rfind(" ||| ");
-    if (first != std::string::npos && first == last) {  // score ||| text
-      parsed.scores.push_back(std::stod(line.substr(0, first)));
-      text = line.substr(first + 5);
-    } else if (first != std::string::npos) {  // index ||| text ||| score
-      parsed.scores.push_back(std::stod(line.substr(last + 5)));
-      text = line.substr(0, last);
-    }
-    parsed.texts.push_back(text);
-  }
-  return parsed;
-}
-
-void check_same_lines(const std::string& output, const std::string& reference) {
-  const ScoredLines got = parse(output), want = parse(reference);
-  CHECK(got.texts == want.texts);
-  REQUIRE(got.scores.size() == want.scores.size());
-  double worst = 0.0;
-  for (size_t i = 0; i < got.scores.size(); ++i) worst = std::max(worst, std::abs(got.scores[i] - want.scores[i]));
-  CHECK(worst <= 2e-4);  // the last printed digit
-}
-
 void check_modes_agree(const std::vector<std::string>& device) {
   const std::string input = golden_input(120);
   const std::vector<std::vector<std::string>> searches = {
       {"--beam-size", "1", "--with-scores"},
       {"--beam-size", "4", "--n-best", "2"},
+      {"--beam-size", "4", "--beam-groups", "2", "--diversity-penalty", "0.5", "--n-best", "3",
+       "--repetition-penalty", "1.2", "--no-repeat-ngram-size", "3"},
       {"--sampling-topk", "10", "--sampling-topp", "0.9", "--sampling-minp", "0.02", "--temperature", "0.8",
        "--n-best", "3", "--seed", "7"},
   };

@@ -1,6 +1,7 @@
 // Parity with a peer: seqtrans's CPU engine against Hugging Face generate() on the same checkpoint,
 // converted here with scripts/convert_marian.py. Goldens: test/data/golden (scripts/make_golden.py).
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <iostream>
 
@@ -31,6 +32,8 @@ SearchOptions options_from(const GoldenFile& golden) {
   options.max_length_a = std::stoi(setting("max_new_tokens"));
   options.max_length_b = 0.0f;
   options.force_eos_at_max_length = setting("forced_eos_token_id") != "None";
+  options.repetition_penalty = std::stof(setting("repetition_penalty"));
+  options.no_repeat_ngram_size = std::stoi(setting("no_repeat_ngram_size"));
   if (options.beam_size > 1) {
     options.length_penalty = std::stof(setting("length_penalty"));
     const std::string stopping = setting("early_stopping");
@@ -59,6 +62,29 @@ const char* const kLimitGoldens[] = {
     "marian_separate_greedy_limit12_forced.tsv", "marian_separate_beam4_limit12_forced.tsv",
 };
 
+// The target prefix ids of every golden line: none, or the golden's `target_prefixes` (comma-separated
+// texts, line i taking text i modulo their number; an empty text is none), as make_golden.py gave them to
+// generate() as decoder_input_ids.
+std::vector<std::vector<int32_t>> golden_prefixes(const GoldenFile& golden, const ModelFile& file) {
+  const auto found = golden.settings.find("target_prefixes");
+  if (found == golden.settings.end() || found->second == "none") return {};
+  std::vector<std::string> texts;
+  std::string text;
+  for (char c : found->second + ",") {
+    if (c != ',') {
+      text += c;
+      continue;
+    }
+    texts.push_back(text);
+    text.clear();
+  }
+  texts.pop_back();  // the one the added comma closed after the last
+  const Tokenizer tokenizer(tokenizer_spec(file));
+  std::vector<std::vector<int32_t>> prefixes;
+  for (size_t i = 0; i < golden.cases.size(); ++i) prefixes.push_back(tokenizer.encode_target_prefix(texts[i % texts.size()]));
+  return prefixes;
+}
+
 // The converted golden checkpoint named by the golden's `model` setting.
 const std::string& golden_model(const GoldenFile& golden) {
   const auto found = golden.settings.find("model");
@@ -78,12 +104,18 @@ ParityReport check_parity(const std::string& golden_name, Device device, DataTyp
   if (options.force_eos_at_max_length)
     REQUIRE(golden.settings.at("forced_eos_token_id") == std::to_string(file.config().eos_id));
   if (adjust) adjust(options);
+  const std::vector<std::vector<int32_t>> all_prefixes = golden_prefixes(golden, file);
   ParityReport report;
   for (size_t begin = 0; begin < golden.cases.size(); begin += batch_size) {
-    std::vector<std::vector<int32_t>> sources;
+    std::vector<std::vector<int32_t>> sources, prefixes;
+    std::vector<uint64_t> streams;
     const size_t end = std::min(golden.cases.size(), begin + batch_size);
-    for (size_t i = begin; i < end; ++i) sources.push_back(golden.cases[i].source_ids);
-    const std::vector<SearchResult> results = search(model, sources, options);
+    for (size_t i = begin; i < end; ++i) {
+      sources.push_back(golden.cases[i].source_ids);
+      streams.push_back(i);
+      if (!all_prefixes.empty()) prefixes.push_back(all_prefixes[i]);
+    }
+    const std::vector<SearchResult> results = search_with_streams(model, sources, options, streams, prefixes);
     for (size_t i = begin; i < end; ++i) {
       const GoldenCase& expected = golden.cases[i];
       const Hypothesis& best = results[i - begin].hypotheses.at(0);
@@ -92,6 +124,7 @@ ParityReport check_parity(const std::string& golden_name, Device device, DataTyp
           static_cast<int>(expected.output_ids.size()) + (expected.finished ? 1 : 0) >= options.max_length_a;
       if (best.tokens != expected.output_ids) continue;
       ++report.identical;
+      if (std::isnan(expected.score)) continue;  // HF reports no score there (make_golden.py)
       report.max_score_difference =
           std::max(report.max_score_difference, std::abs(static_cast<double>(best.score) - expected.score));
     }
@@ -131,6 +164,24 @@ TEST_CASE("CPU beam search (4) matches Hugging Face generate() on the tiny Maria
 
 TEST_CASE("CPU search matches Hugging Face generate() on every line at the length limit", "[e2e][parity]") {
   check_limit_goldens(Device::CPU);
+}
+
+// HF's repetition_penalty and no_repeat_ngram_size, and target prefixes as decoder_input_ids. These
+// goldens come from make_golden.py's *_repetition and *_prefix sets; until they are made, the case says so
+// and checks nothing.
+TEST_CASE("CPU search matches Hugging Face generate() with repetition controls and target prefixes",
+          "[e2e][parity]") {
+  for (const char* golden : {"marian_tiny_greedy_repetition.tsv", "marian_tiny_beam4_repetition.tsv",
+                             "marian_tiny_greedy_prefix.tsv", "marian_tiny_beam4_prefix.tsv"}) {
+    INFO(golden);
+    if (!std::ifstream(std::string(SEQTRANS_TEST_DATA) + "/golden/" + golden)) {
+      WARN(std::string("no golden ") + golden + " yet: run scripts/make_golden.py (see test/data/golden/README.md)");
+      continue;
+    }
+    const ParityReport report = check_parity(golden, Device::CPU, DataType::F32, 16);
+    CHECK(report.identical >= report.total * 99 / 100);
+    CHECK(report.max_score_difference <= 1e-3);
+  }
 }
 
 TEST_CASE("the limit goldens reach the limit, and fail without the forced EOS they were made with",

@@ -24,32 +24,17 @@ from torch import nn
 from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpp_literals import cpp_float, cpp_list, stopping_name  # noqa: E402
+from hash_logits import hash_logits as shared_hash_logits  # noqa: E402
+
 VOCAB = 10
 EOS = 0
 PAD = 9  # Marian: pad is also the decoder start id, and a bad word
-MASK64 = (1 << 64) - 1
-
-
-def hash_ids(values):
-    h = 0xCBF29CE484222325
-    for x in values:
-        h ^= x & 0xFFFFFFFF
-        h = (h * 0x100000001B3) & MASK64
-    h ^= h >> 30
-    h = (h * 0xBF58476D1CE4E5B9) & MASK64
-    h ^= h >> 27
-    h = (h * 0x94D049BB133111EB) & MASK64
-    h ^= h >> 31
-    return h
 
 
 def hash_logits(source, prefix, spread, eos_bias):
-    key = [len(source)] + list(source) + [len(prefix)] + list(prefix)
-    row = []
-    for token in range(VOCAB):
-        unit = (hash_ids(key + [token]) >> 44) / float(1 << 19) - 1.0
-        row.append(unit * spread + (eos_bias if token == EOS else 0.0))
-    return row
+    return shared_hash_logits(source, prefix, VOCAB, spread, EOS, eos_bias)
 
 
 class FakeConfig(PretrainedConfig):
@@ -221,22 +206,6 @@ def make_cases():
     return cases
 
 
-def cpp_float(value):
-    if value == int(value):
-        return f"{value:.1f}f"
-    return f"{value!r}f"
-
-
-def cpp_ids(ids):
-    return "{" + ", ".join(str(i) for i in ids) + "}"
-
-
-def stopping_name(stopping):
-    return {False: "BeamStopping::Heuristic", True: "BeamStopping::FirstComplete", "never": "BeamStopping::Never"}[
-        stopping
-    ]
-
-
 def scripted_row(table, default, generated):
     """beam_search_test.cc's ScriptedTable: logits log(p), unlisted ids (pad included) share the rest."""
     vocab = 8
@@ -351,11 +320,11 @@ def main():
             f"{case['a']}, {cpp_float(case['b'])}, {str(case['force_eos']).lower()}, {case['spread']!r}, "
             f"{case['eos_bias']!r},"
         )
-        lines.append("       {" + ", ".join(cpp_ids(s) for s in case["sources"]) + "},")
+        lines.append("       {" + ", ".join(cpp_list(s) for s in case["sources"]) + "},")
         lines.append("       {")
         for hypotheses in results:
             items = ", ".join(
-                f"{{{cpp_ids(tokens)}, {cpp_float(score)}, {str(finished).lower()}}}"
+                f"{{{cpp_list(tokens)}, {cpp_float(score)}, {str(finished).lower()}}}"
                 for tokens, score, finished in hypotheses
             )
             lines.append(f"           {{{items}}},")

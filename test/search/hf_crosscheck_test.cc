@@ -6,6 +6,7 @@
 #include "fake_step_model.h"
 #include "hash_logits.h"
 #include "hf_crosscheck_cases.h"
+#include "hypothesis_checks.h"
 #include "search/search.h"
 
 namespace seqtrans {
@@ -31,22 +32,6 @@ SearchOptions hf_options(const HfCase& hf_case) {
   return options;
 }
 
-void check_case(const HfCase& hf_case, const std::vector<SearchResult>& results) {
-  REQUIRE(results.size() == hf_case.expected.size());
-  for (size_t sentence = 0; sentence < results.size(); ++sentence) {
-    const auto& expected = hf_case.expected[sentence];
-    const auto& hypotheses = results[sentence].hypotheses;
-    INFO("sentence " << sentence);
-    REQUIRE(hypotheses.size() == expected.size());
-    for (size_t rank = 0; rank < hypotheses.size(); ++rank) {
-      INFO("rank " << rank);
-      CHECK(hypotheses[rank].tokens == expected[rank].tokens);
-      CHECK(hypotheses[rank].finished == expected[rank].finished);
-      CHECK(hypotheses[rank].score == Approx(expected[rank].score).epsilon(1e-5).margin(1e-6));
-    }
-  }
-}
-
 }  // namespace
 
 TEST_CASE("search matches Hugging Face generate() on a hash-logits model", "[search][hf]") {
@@ -55,7 +40,7 @@ TEST_CASE("search matches Hugging Face generate() on a hash-logits model", "[sea
     const HfCase& hf_case = cases[index];
     INFO("case " << index << " (beam_size " << hf_case.beam_size << ")");
     FakeStepModel model = hf_model(hf_case);
-    check_case(hf_case, search(model, hf_case.sources, hf_options(hf_case)));
+    check_hypotheses(search(model, hf_case.sources, hf_options(hf_case)), hf_case.expected);
   }
 }
 
@@ -69,7 +54,7 @@ TEST_CASE("Hugging Face cases give the same results one sentence at a time", "[s
       single.sources = {hf_case.sources[sentence]};
       single.expected = {hf_case.expected[sentence]};
       FakeStepModel model = hf_model(single);
-      check_case(single, search(model, single.sources, hf_options(single)));
+      check_hypotheses(search(model, single.sources, hf_options(single)), single.expected);
     }
   }
 }
