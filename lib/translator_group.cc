@@ -231,6 +231,7 @@ TranslationStats sum(const std::vector<TranslationStats>& parts) {
     total.graph_recordings += stats.graph_recordings;
     total.tokenize_seconds += stats.tokenize_seconds;
     total.search_seconds += stats.search_seconds;
+    total.search_split += stats.search_split;
     total.detokenize_seconds += stats.detokenize_seconds;
     total.sentence_seconds.insert(total.sentence_seconds.end(), stats.sentence_seconds.begin(),
                                   stats.sentence_seconds.end());

@@ -3,7 +3,8 @@
 # sanitizers, the kernel micro-benchmarks, translate Multi30k test on GPU (fp16, fp32) and CPU with the
 # bundled model and score BLEU, then the benchmarks. Logs go to $OUT (one tarball plus a summary).
 # Usage on the device machine: scripts/gpu_check.sh [stage...]
-#   stages: build test memcheck racecheck kernels bleu bench peers (default: build test memcheck bleu bench)
+#   stages: build test memcheck racecheck cli_sanitize kernels bleu bench peers
+#   (default: build test memcheck bleu bench); SANITIZER_TOOLS picks cli_sanitize's tools
 # Each device call runs at most 10 minutes: split the stages over calls (build is kept while the machine stays warm).
 # Files not in the repository (docs/DATA.md says where to get them): bleu reads
 # $DATA_DIR/test_2016_flickr.{en,de} (default .gpu/multi30k) and is skipped without them; peers needs
@@ -59,9 +60,13 @@ if want memcheck; then
     --error-exitcode 3 "$build/test/seqtrans_ops_tests" "[gpu]"
   grep -E "ERROR SUMMARY|test cases" "$logs/memcheck_ops.log" | tail -2
   # The end-to-end cases whose device work differs: graph replay vs launches, and the fp32 goldens.
-  run_logged memcheck_e2e 240 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 \
-    "$build/test/seqtrans_e2e_tests" "$e2e_gpu_cases"
-  grep -E "ERROR SUMMARY|test cases|assertions" "$logs/memcheck_e2e.log" | tail -3
+  # One call per case: the graph case alone takes about 4 minutes under memcheck.
+  IFS=, read -ra e2e_cases <<<"$e2e_gpu_cases"
+  for i in "${!e2e_cases[@]}"; do
+    run_logged "memcheck_e2e_$i" 330 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 \
+      "$build/test/seqtrans_e2e_tests" "${e2e_cases[$i]}"
+    grep -E "ERROR SUMMARY|test cases|assertions" "$logs/memcheck_e2e_$i.log" | tail -3
+  done
 fi
 
 if want racecheck; then
@@ -69,6 +74,20 @@ if want racecheck; then
   # Racecheck on the end-to-end tests did not finish in 240 s even on 24 inputs of the graph test.
   run_logged racecheck_ops 300 compute-sanitizer --tool racecheck --error-exitcode 3 "$build/test/seqtrans_ops_tests" "[gpu]"
   grep -E "RACECHECK SUMMARY|test cases" "$logs/racecheck_ops.log" | tail -2
+fi
+
+if want cli_sanitize && [ -f "$data/test_2016_flickr.en" ]; then
+  # The real binary under each tool, beam 4 in fp16 and greedy fp32, on a few Multi30k lines: the paths the
+  # op tests cannot reach (the scheduler's joins, graph replays, the arena's reuse).
+  head -n 12 "$data/test_2016_flickr.en" >"$out/sanitize.en"
+  for tool in ${SANITIZER_TOOLS:-memcheck initcheck racecheck synccheck}; do
+    for setting in "fp16 4" "fp32 1"; do
+      set -- $setting
+      run_logged "cli_${tool}_$1_beam$2" 150 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+        "$build/seqtrans" translate --device cuda --precision "$1" --beam-size "$2" -i "$out/sanitize.en" -o /dev/null
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$logs/cli_${tool}_$1_beam$2.log" | tail -2
+    done
+  done
 fi
 
 if want kernels; then

@@ -31,4 +31,9 @@ void copy_prefix(const Tensor& src, Tensor& dst, cudaStream_t stream) {
                                stream));
 }
 
+void fill_zero(Tensor& t, cudaStream_t stream) {
+  check_on_device("fill_zero", "t", t);
+  if (t.bytes() > 0) CUDA_CHECK(cudaMemsetAsync(t.raw(), 0, t.bytes(), stream));
+}
+
 }  // namespace seqtrans::cuda

@@ -36,6 +36,7 @@ void copy(const Tensor& src, Tensor& dst, cudaStream_t stream);
 // Any dtype; one cudaMemcpy2DAsync on the stream (graph capturable), rows as pitches (one plain copy when
 // the rows are equal, a copy per row past the device's pitch limit).
 void copy_prefix(const Tensor& src, Tensor& dst, cudaStream_t stream);
+void fill_zero(Tensor& t, cudaStream_t stream);
 // Any dtype; one launch. Rows outside dst are skipped (the CPU throws).
 void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst, cudaStream_t stream);
 // fp32 <-> fp16 (round to nearest even); same dtype copies.

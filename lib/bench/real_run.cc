@@ -25,9 +25,7 @@ TranslationStats difference(const TranslationStats& after, const TranslationStat
   run.tokenize_seconds = after.tokenize_seconds - before.tokenize_seconds;
   run.search_seconds = after.search_seconds - before.search_seconds;
   run.detokenize_seconds = after.detokenize_seconds - before.detokenize_seconds;
-  run.search_split.encode = after.search_split.encode - before.search_split.encode;
-  run.search_split.model_step = after.search_split.model_step - before.search_split.model_step;
-  run.search_split.search = after.search_split.search - before.search_split.search;
+  run.search_split = after.search_split - before.search_split;
   run.decoder_steps = after.decoder_steps - before.decoder_steps;
   run.graph_recordings = after.graph_recordings - before.graph_recordings;
   run.sentence_seconds.assign(

@@ -16,4 +16,8 @@ void copy_prefix(const Tensor& src, Tensor& dst) {
                 src_row_bytes);
 }
 
+void fill_zero(Tensor& t) {
+  if (t.bytes() > 0) std::memset(t.raw(), 0, t.bytes());
+}
+
 }  // namespace seqtrans::cpu

@@ -25,6 +25,7 @@ void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
 // Any dtype (bytes are copied).
 void copy(const Tensor& src, Tensor& dst);
 void copy_prefix(const Tensor& src, Tensor& dst);
+void fill_zero(Tensor& t);
 void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);
 
 void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& ids);

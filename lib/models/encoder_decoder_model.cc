@@ -118,13 +118,15 @@ int64_t doubled_to(int64_t start, int64_t needed, int64_t limit) {
   return limit > 0 ? std::min(size, std::max(limit, needed)) : size;
 }
 
-// A buffer of [rows, capacity, ...] keeping `old`'s contents in its leading rows and positions. The
-// rest stays unwritten until used: slots read only positions they wrote, padding rows read nothing.
+// A buffer of [rows, capacity, ...] keeping `old`'s contents in its leading rows and positions, zero
+// elsewhere. Slots read only positions they wrote and padding rows read nothing, so the zeros are never
+// read; they make the next growth's copy of never-written positions a copy of defined bytes.
 Tensor regrow(const Tensor& old, int64_t rows, int64_t capacity, const Shape& trailing, DataType dtype,
               Device device) {
   Shape shape{rows, capacity};
   shape.insert(shape.end(), trailing.begin(), trailing.end());
   Tensor grown(shape, dtype, device);
+  ops::fill_zero(grown);
   if (old.defined()) {
     Tensor leading = grown.slice_rows(0, old.dim(0));
     ops::copy_prefix(old, leading);

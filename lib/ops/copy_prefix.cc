@@ -22,4 +22,13 @@ void copy_prefix(const Tensor& src, Tensor& dst) {
   }
 }
 
+void fill_zero(Tensor& t) {
+  SEQTRANS_CHECK(t.defined(), "fill_zero: the tensor must be defined");
+  const ProfileScope profile("other kernels");
+  switch (t.device()) {
+    case Device::CPU: cpu::fill_zero(t); break;
+    case Device::CUDA: SEQTRANS_ON_CUDA(fill_zero, t); break;
+  }
+}
+
 }  // namespace seqtrans::ops

@@ -95,6 +95,10 @@ void copy(const Tensor& src, Tensor& dst);
 // extents: a cache or index table moved to a longer capacity.
 void copy_prefix(const Tensor& src, Tensor& dst);
 
+// Every byte of t = 0: a pool's new buffer, so that no copy or read ever meets memory nothing wrote
+// (compute-sanitizer initcheck flags a grown pool's copy of never-written positions otherwise).
+void fill_zero(Tensor& t);
+
 // dst[rows[i], :m, ...] = src[i, :m, ...] for src [n, m, ...], rows [n] int32 (distinct, inside dst) and
 // dst [P, m' >= m, ...] with equal trailing extents: sentences' encoder memory moved into a pool's rows.
 void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);

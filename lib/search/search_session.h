@@ -30,6 +30,16 @@ struct SessionTimes {
   double encode = 0;       // admitting sentences: the encoder and the pools' bookkeeping
   double model_step = 0;   // decoder steps: inputs uploaded, the step run (or replayed), candidates copied back
   double search = 0;       // the searches reading the candidates, and the state's reorder (host bookkeeping)
+
+  SessionTimes& operator+=(const SessionTimes& other) {
+    encode += other.encode;
+    model_step += other.model_step;
+    search += other.search;
+    return *this;
+  }
+  SessionTimes operator-(const SessionTimes& earlier) const {
+    return SessionTimes{encode - earlier.encode, model_step - earlier.model_step, search - earlier.search};
+  }
 };
 
 struct FinishedSentence {

@@ -213,6 +213,15 @@ TEST_CASE("copy copies every byte and checks shape and dtype", "[ops]") {
   CHECK_THROWS_AS(ops::copy(src, int_same_shape), Error);
 }
 
+TEST_CASE("fill_zero sets every byte to zero", "[ops]") {
+  Tensor floats = random_floats({3, 5, 2});
+  ops::fill_zero(floats);
+  CHECK(floats.to_float_vector() == std::vector<float>(30, 0.0f));
+  Tensor ints = random_ints({7}, 1, 9);
+  ops::fill_zero(ints);
+  CHECK(ints.to_int_vector() == std::vector<int32_t>(7, 0));
+}
+
 TEST_CASE("copy_prefix copies each row's leading entries and leaves the rest of dst", "[ops]") {
   // Rank 2: a history table [n, m] moved to a longer capacity.
   const Tensor table = random_ints({3, 4}, 0, 9);

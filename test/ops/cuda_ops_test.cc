@@ -510,7 +510,7 @@ TEST_CASE("cuda append_self_attention_step matches the CPU", "[gpu]") {
     }
 }
 
-TEST_CASE("cuda copy and copy_prefix match the CPU for every dtype", "[gpu]") {
+TEST_CASE("cuda copy, copy_prefix and fill_zero match the CPU for every dtype", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const auto random_of = [](const Shape& shape, DataType dtype) {
     return dtype == DataType::I32 ? random_ints(shape, -1000, 1000) : random_floats(shape).to(dtype);
@@ -536,6 +536,11 @@ TEST_CASE("cuda copy and copy_prefix match the CPU for every dtype", "[gpu]") {
       Tensor copied = random_of(pair[0], dtype).to(Device::CUDA);
       ops::copy(src.to(Device::CUDA), copied);
       CHECK(same_bytes(copied, src));
+
+      Tensor zeros = dst.to(Device::CPU), device_zeros = dst.to(Device::CUDA);
+      ops::fill_zero(zeros);
+      ops::fill_zero(device_zeros);
+      CHECK(same_bytes(device_zeros, zeros));
     }
 }
 
