@@ -75,14 +75,16 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "batch after batch, each shrinking as its sentences finish")
       ->check(CLI::IsMember({"iteration", "shrinking"}))
       ->capture_default_str();
-  command.add_option("--max-batch-tokens", translator.batching.max_batch_tokens,
-                     "Source tokens in flight: their sum (iteration) or sentences x longest (shrinking)")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
-      ->capture_default_str();
-  command.add_option("--max-batch-size", translator.batching.max_batch_size,
-                     "Sentences in flight (iteration) or per batch (shrinking); each takes beam-size decoder rows")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
-      ->capture_default_str();
+  options.max_batch_tokens_option =
+      command.add_option("--max-batch-tokens", translator.batching.max_batch_tokens,
+                         "Source tokens in flight: their sum (iteration) or sentences x longest (shrinking)")
+          ->check(CLI::Range(size_t{1}, size_t{1} << 30))
+          ->default_str(fmt::format("{} on a GPU, {} on the CPU", kGpuMaxBatchTokens, kCpuMaxBatchTokens));
+  options.max_batch_size_option =
+      command.add_option("--max-batch-size", translator.batching.max_batch_size,
+                         "Sentences in flight (iteration) or per batch (shrinking); each takes beam-size decoder rows")
+          ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+          ->default_str(fmt::format("{} on a GPU, {} on the CPU", kGpuMaxBatchSize, kCpuMaxBatchSize));
   command.add_option("--min-join", translator.min_join,
                      "iteration: waiting sentences join once this many fit (or all that wait), so that each "
                      "encoder pass takes a group (0 = half of --max-batch-size)")
@@ -168,6 +170,8 @@ void resolve_sampling(CommonOptions& options) {
 void resolve_common_options(CommonOptions& options) {
   options.text.beam_size_given = given(options.beam_size_option);
   options.text.max_length_given = given(options.max_length_option);
+  options.text.max_batch_size_given = given(options.max_batch_size_option);
+  options.text.max_batch_tokens_given = given(options.max_batch_tokens_option);
   options.devices = resolve_settings(options.text, options.translator);
   resolve_sampling(options);
 }

@@ -20,6 +20,8 @@ struct CommonOptions {
   // Options whose default may come from the model file: set when the user gave them.
   CLI::Option* beam_size_option = nullptr;
   CLI::Option* max_length_option = nullptr;
+  CLI::Option* max_batch_size_option = nullptr;
+  CLI::Option* max_batch_tokens_option = nullptr;
   // Sampling flags: which the user gave decides the defaults of the others (resolve_common_options).
   CLI::Option* sampling_topk_option = nullptr;
   CLI::Option* sampling_topp_option = nullptr;

@@ -84,9 +84,16 @@ DevicePlan resolve_settings(const TextSettings& text, TranslatorOptions& options
   SEQTRANS_CHECK(text.batching == "iteration" || text.batching == "shrinking",
                  "--batching: '{}' is not iteration or shrinking", text.batching);
   options.batching_mode = text.batching == "shrinking" ? Batching::Shrinking : Batching::Iteration;
+  apply_device_budgets(options.device, text, options.batching);
 
   resolve_search_settings(text, options.search, options.open_settings);
   return plan;
+}
+
+void apply_device_budgets(Device device, const TextSettings& text, BatchingOptions& batching) {
+  if (device != Device::CUDA) return;
+  if (!text.max_batch_size_given) batching.max_batch_size = kGpuMaxBatchSize;
+  if (!text.max_batch_tokens_given) batching.max_batch_tokens = kGpuMaxBatchTokens;
 }
 
 void resolve_search_settings(const TextSettings& text, SearchOptions& search, OpenSettings& open) {

@@ -19,6 +19,9 @@ struct TextSettings {
   // Settings the caller gave; those not given are left to the model file's generation defaults.
   bool beam_size_given = false;
   bool max_length_given = false;
+  // Budgets not given take the device's defaults (kGpuMaxBatchSize, kGpuMaxBatchTokens on a GPU).
+  bool max_batch_size_given = false;
+  bool max_batch_tokens_given = false;
 };
 
 // The devices a run computes on: one engine per entry of `indices`.
@@ -35,9 +38,13 @@ std::string describe(const DevicePlan& plan);
 // build without CUDA, or a device index this machine does not have.
 DevicePlan parse_device(const std::string& text);
 
-// Fills `options` (device, dtype, batching mode, length limit, forced EOS, open settings) from `text`
+// Fills `options` (device, dtype, batching mode, the budgets not given, length limit, forced EOS, open
+// settings) from `text`
 // and returns the devices; options.device_index is the plan's first device.
 DevicePlan resolve_settings(const TextSettings& text, TranslatorOptions& options);
+
+// The budgets part of resolve_settings: on a GPU, the budgets not given become the GPU's defaults.
+void apply_device_budgets(Device device, const TextSettings& text, BatchingOptions& batching);
 
 // The search part of resolve_settings: the length limit, forced EOS and which settings stay open.
 void resolve_search_settings(const TextSettings& text, SearchOptions& search, OpenSettings& open);

@@ -107,8 +107,9 @@ NB_MODULE(_seqtrans, m) {
       .def(
           "__init__",
           [](PythonTranslator* self, const std::optional<std::filesystem::path>& model_path, const std::string& device,
-             const std::string& precision, int threads, const std::string& batching, size_t max_batch_size,
-             size_t max_batch_tokens, size_t min_join, size_t read_ahead, size_t max_input_length) {
+             const std::string& precision, int threads, const std::string& batching,
+             std::optional<size_t> max_batch_size, std::optional<size_t> max_batch_tokens, size_t min_join,
+             size_t read_ahead, size_t max_input_length) {
             EngineArgs args;
             args.model_path = model_path ? model_path->string() : default_model_path();
             args.device = device;
@@ -124,8 +125,8 @@ NB_MODULE(_seqtrans, m) {
             new (self) PythonTranslator(args);
           },
           "model_path"_a = nb::none(), "device"_a = "auto", "precision"_a = "auto", "threads"_a = 0,
-          "batching"_a = "iteration", "max_batch_size"_a = EngineArgs().max_batch_size,
-          "max_batch_tokens"_a = EngineArgs().max_batch_tokens, "min_join"_a = EngineArgs().min_join,
+          "batching"_a = "iteration", "max_batch_size"_a = nb::none(),
+          "max_batch_tokens"_a = nb::none(), "min_join"_a = EngineArgs().min_join,
           "read_ahead"_a = EngineArgs().read_ahead, "max_input_length"_a = EngineArgs().max_input_length,
           R"(Loads a model file (None: $SEQTRANS_MODEL, else the bundled English-German model).
 
@@ -134,7 +135,9 @@ device: "auto" (a GPU when there is one, else the CPU), "cpu", "cuda", "cuda:N",
 precision: "auto" (fp16 on a GPU, fp32 on the CPU), "fp16" or "fp32".
 threads: CPU threads for matrix products (0 = all cores).
 batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_length: as the CLI's
-    --batching, --max-batch-size, --max-batch-tokens, --min-join, --read-ahead, --max-input-length.)")
+    --batching, --max-batch-size, --max-batch-tokens, --min-join, --read-ahead, --max-input-length
+    (budgets left None take the device's defaults: 256 sentences and 16384 tokens on a GPU, 64 and
+    4096 on the CPU).)")
       .def(
           "translate_batch",
           [](PythonTranslator& self, const std::vector<std::string>& lines, std::optional<int> beam_size, int n_best,

@@ -42,8 +42,8 @@ PythonTranslator::PythonTranslator(const EngineArgs& args) {
   TranslatorOptions options;
   options.model_path = args.model_path;
   options.cpu_threads = args.threads;
-  options.batching.max_batch_size = args.max_batch_size;
-  options.batching.max_batch_tokens = args.max_batch_tokens;
+  if (args.max_batch_size) options.batching.max_batch_size = *args.max_batch_size;
+  if (args.max_batch_tokens) options.batching.max_batch_tokens = *args.max_batch_tokens;
   options.batching.read_ahead = args.read_ahead;
   options.min_join = args.min_join;
   options.max_input_length = args.max_input_length;
@@ -51,6 +51,8 @@ PythonTranslator::PythonTranslator(const EngineArgs& args) {
   text.device = args.device;
   text.precision = args.precision;
   text.batching = args.batching;
+  text.max_batch_size_given = args.max_batch_size.has_value();
+  text.max_batch_tokens_given = args.max_batch_tokens.has_value();
   const DevicePlan devices = resolve_settings(text, options);
   resolve_call(current_, options.search, options.open_settings);
   device_ = describe(devices);

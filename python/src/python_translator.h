@@ -24,8 +24,8 @@ struct EngineArgs {
   std::string precision = "auto";
   std::string batching = "iteration";
   int threads = 0;
-  size_t max_batch_size = BatchingOptions().max_batch_size;
-  size_t max_batch_tokens = BatchingOptions().max_batch_tokens;
+  std::optional<size_t> max_batch_size;    // none: the device's default (as the CLI's)
+  std::optional<size_t> max_batch_tokens;  // none: the device's default
   size_t min_join = TranslatorOptions().min_join;
   size_t read_ahead = BatchingOptions().read_ahead;
   size_t max_input_length = TranslatorOptions().max_input_length;
