@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <future>
+#include <optional>
 
 #include "memory_budget.h"
 #include "models/encoder_decoder_model.h"
@@ -53,6 +55,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   }
   ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, reservation_inputs));
   tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
+  worker_ = std::make_unique<WorkerThread>();
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
@@ -100,33 +103,75 @@ std::string Translator::search_settings_summary() const {
   return describe_search_settings(options_.search, setting_sources_, file_->generation_defaults());
 }
 
-std::vector<int32_t> Translator::source_ids(const Line& line, const WarningSink& warn) {
-  if (is_blank(line.text)) return {};  // an empty line in, an empty line out
-  std::vector<int32_t> ids = tokenizer_->encode_source(line.text);
-  const size_t original = ids.size();
-  if (tokenizer_->truncate_source(ids, options_.max_input_length) && warn)
-    warn(fmt::format("line {}: {} source tokens, truncated to {} (--max-input-length)", line.index + 1, original,
-                     ids.size()));
-  return ids;
-}
+namespace {
 
-std::vector<int32_t> Translator::prefix_ids(const Line& line) const {
-  const std::vector<std::string>& prefixes = options_.target_prefixes;
-  if (prefixes.empty()) return {};
-  SEQTRANS_CHECK(line.index < prefixes.size(), "--target-prefix has {} lines; input line {} has none",
-                 prefixes.size(), line.index + 1);
-  return tokenizer_->encode_target_prefix(prefixes[line.index]);
-}
+// A window's non-blank lines as sentences, longest first (batches and waves then hold similar lengths),
+// with what the tokenizing thread would have reported.
+struct TokenizedLines {
+  std::vector<SessionSentence> sentences;
+  std::vector<std::string> warnings;  // truncated lines, in line order
+  size_t source_tokens = 0;
+  double seconds = 0;
+};
 
-Translation Translator::detokenize(const SearchResult& result) {
-  Translation translation;
-  for (const Hypothesis& hypothesis : result.hypotheses) {
-    translation.texts.push_back(tokenizer_->decode_target(hypothesis.tokens));
-    translation.scores.push_back(hypothesis.score);
+// Finished sentences' texts, by sentence id.
+struct DetokenizedSentences {
+  std::vector<std::pair<uint64_t, Translation>> translations;
+  size_t target_tokens = 0;  // of the best hypotheses
+  double seconds = 0;
+};
+
+// What tokenizing needs of the translator's settings (copied: the task may outlive a stream).
+struct TokenizeSettings {
+  size_t max_input_length = 0;
+  const std::vector<std::string>* target_prefixes = nullptr;  // the translator's, fixed for its life
+};
+
+// Lines (none blank) whose sentence ids are first_id, first_id + 1, ... in order.
+TokenizedLines tokenize_lines(const Tokenizer& tokenizer, const TokenizeSettings& settings,
+                              const std::vector<Line>& lines, const std::vector<uint64_t>& ids) {
+  const Clock::time_point start = Clock::now();
+  TokenizedLines tokenized;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const Line& line = lines[i];
+    std::vector<int32_t> source = tokenizer.encode_source(line.text);
+    const size_t original = source.size();
+    if (tokenizer.truncate_source(source, settings.max_input_length))
+      tokenized.warnings.push_back(fmt::format("line {}: {} source tokens, truncated to {} (--max-input-length)",
+                                               line.index + 1, original, source.size()));
+    std::vector<int32_t> prefix;
+    const std::vector<std::string>& prefixes = *settings.target_prefixes;
+    if (!prefixes.empty()) {
+      SEQTRANS_CHECK(line.index < prefixes.size(), "--target-prefix has {} lines; input line {} has none",
+                     prefixes.size(), line.index + 1);
+      prefix = tokenizer.encode_target_prefix(prefixes[line.index]);
+    }
+    tokenized.source_tokens += source.size();
+    tokenized.sentences.push_back(SessionSentence{ids[i], std::move(source), line.index, std::move(prefix)});
   }
-  if (!result.hypotheses.empty()) stats_.target_tokens += result.hypotheses.front().tokens.size();
-  return translation;
+  std::stable_sort(tokenized.sentences.begin(), tokenized.sentences.end(),
+                   [](const SessionSentence& a, const SessionSentence& b) { return a.source.size() > b.source.size(); });
+  tokenized.seconds = seconds_since(start);
+  return tokenized;
 }
+
+DetokenizedSentences detokenize_sentences(const Tokenizer& tokenizer, const std::vector<FinishedSentence>& sentences) {
+  const Clock::time_point start = Clock::now();
+  DetokenizedSentences detokenized;
+  for (const FinishedSentence& sentence : sentences) {
+    Translation translation;
+    for (const Hypothesis& hypothesis : sentence.result.hypotheses) {
+      translation.texts.push_back(tokenizer.decode_target(hypothesis.tokens));
+      translation.scores.push_back(hypothesis.score);
+    }
+    if (!sentence.result.hypotheses.empty()) detokenized.target_tokens += sentence.result.hypotheses.front().tokens.size();
+    detokenized.translations.emplace_back(sentence.id, std::move(translation));
+  }
+  detokenized.seconds = seconds_since(start);
+  return detokenized;
+}
+
+}  // namespace
 
 Translation Translator::blank_translation() const {
   Translation translation;
@@ -135,6 +180,8 @@ Translation Translator::blank_translation() const {
   return translation;
 }
 
+// One thread drives the decode; text work goes to worker_ while there are decoder steps to overlap it
+// with, and is done in place when the decode is idle (nothing to overlap, and a waiting reader).
 void Translator::translate_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn) {
   // The caller's thread may be new to this translator (one engine per device, each on its own thread).
   ops::select_device(options_.device, options_.device_index);
@@ -154,33 +201,78 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
   LineQueue queue(feed, options_.batching.read_ahead);
   std::vector<FinishedSentence> finished;
   const size_t refill_below = 2 * options_.batching.max_batch_size;
+  const TokenizeSettings tokenize_settings{options_.max_input_length, &options_.target_prefixes};
+  std::optional<std::future<TokenizedLines>> tokenizing;
+  std::deque<std::future<DetokenizedSentences>> detokenizing;
+
+  const auto submit = [&](TokenizedLines tokenized) {
+    if (warn)
+      for (const std::string& warning : tokenized.warnings) warn(warning);
+    stats_.source_tokens += tokenized.source_tokens;
+    stats_.tokenize_seconds += tokenized.seconds;
+    for (SessionSentence& sentence : tokenized.sentences) scheduler_->submit(std::move(sentence));
+  };
+  const auto settle = [&](DetokenizedSentences detokenized) {
+    stats_.target_tokens += detokenized.target_tokens;
+    stats_.detokenize_seconds += detokenized.seconds;
+    for (auto& [id, translation] : detokenized.translations) {
+      Pending& line = pending[static_cast<size_t>(id - first_id)];
+      line.translation = std::move(translation);
+      line.done = true;
+      stats_.sentence_seconds.push_back(seconds_since(line.read));
+    }
+  };
+  const auto emit_done = [&] {
+    while (!pending.empty() && pending.front().done) {
+      sink(pending.front().line, pending.front().translation);
+      pending.pop_front();
+      ++first_id;
+      ++stats_.sentences;
+    }
+  };
 
   for (;;) {
+    // Text work that is back, or that must be waited for: an idle decode has nothing else to do.
+    if (tokenizing && (is_ready(*tokenizing) || scheduler_->idle())) {
+      submit(tokenizing->get());
+      tokenizing.reset();
+    }
+    while (!detokenizing.empty() && (is_ready(detokenizing.front()) || scheduler_->idle())) {
+      settle(detokenizing.front().get());
+      detokenizing.pop_front();
+    }
+    emit_done();
+
     // More input once the waiting sentences run low: a whole read-ahead, sorted by length, so that
     // batches (and waves) hold similar lengths. With nothing to decode, wait for input.
-    if (scheduler_->waiting() < refill_below) {
+    if (!tokenizing && scheduler_->waiting() < refill_below) {
       const bool idle = scheduler_->idle();
       if (idle && queue.drained() && pending.empty()) break;
-      auto start = Clock::now();
+      const Clock::time_point start = Clock::now();
       std::vector<Line> lines = queue.take(options_.batching.read_ahead, idle && !queue.drained());
-      std::vector<SessionSentence> sentences;
+      std::vector<Line> texts;
+      std::vector<uint64_t> ids;
       for (Line& line : lines) {
-        const uint64_t id = first_id + pending.size();
-        std::vector<int32_t> ids = source_ids(line, warn);
-        stats_.source_tokens += ids.size();
-        const bool blank = ids.empty();
-        if (!blank) sentences.push_back(SessionSentence{id, std::move(ids), line.index, prefix_ids(line)});
+        const bool blank = is_blank(line.text);  // an empty line in, an empty line out
+        if (!blank) {
+          texts.push_back(line);
+          ids.push_back(first_id + pending.size());
+        }
         pending.push_back(Pending{std::move(line), blank ? blank_translation() : Translation{}, start, blank});
       }
-      std::stable_sort(sentences.begin(), sentences.end(), [](const SessionSentence& a, const SessionSentence& b) {
-        return a.source.size() > b.source.size();
-      });
-      for (SessionSentence& sentence : sentences) scheduler_->submit(std::move(sentence));
-      stats_.tokenize_seconds += seconds_since(start);
+      if (!texts.empty()) {
+        auto task = [tokenizer = tokenizer_.get(), tokenize_settings, texts = std::move(texts), ids = std::move(ids)] {
+          return tokenize_lines(*tokenizer, tokenize_settings, texts, ids);
+        };
+        if (scheduler_->idle())
+          submit(task());
+        else
+          tokenizing = worker_->post(std::move(task));
+      }
     }
 
     if (!scheduler_->idle()) {
-      auto start = Clock::now();
+      const Clock::time_point start = Clock::now();
       const SchedulerStats before = scheduler_->stats();
       finished.clear();
       scheduler_->iterate(finished);
@@ -192,21 +284,19 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
       if (scheduler_->stats().memory_retries > before.memory_retries && warn)
         warn(fmt::format("out of device memory: continuing with at most {} sentences in flight",
                          scheduler_->max_sentences()));
-      start = Clock::now();
-      for (FinishedSentence& sentence : finished) {
-        Pending& line = pending[static_cast<size_t>(sentence.id - first_id)];
-        line.translation = detokenize(sentence.result);
-        line.done = true;
-        stats_.sentence_seconds.push_back(seconds_since(line.read));
+      if (!finished.empty()) {
+        auto task = [tokenizer = tokenizer_.get(), sentences = std::move(finished)] {
+          return detokenize_sentences(*tokenizer, sentences);
+        };
+        finished = {};
+        // In place only behind no queued task: the tokenizer then serves one thread at a time.
+        if (scheduler_->idle() && detokenizing.empty())
+          settle(task());
+        else
+          detokenizing.push_back(worker_->post(std::move(task)));
       }
-      stats_.detokenize_seconds += seconds_since(start);
     }
-    while (!pending.empty() && pending.front().done) {
-      sink(pending.front().line, pending.front().translation);
-      pending.pop_front();
-      ++first_id;
-      ++stats_.sentences;
-    }
+    emit_done();
   }
   stream_interrupted_ = false;
 }

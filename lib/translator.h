@@ -13,6 +13,7 @@
 #include "batching/options.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "core/worker_thread.h"
 #include "generation_defaults.h"
 #include "models/encoder_decoder_model.h"
 #include "scheduler/decoding_scheduler.h"
@@ -126,11 +127,6 @@ class Translator {
   void resolve_search(const SearchOptions& search, const OpenSettings& open);
   // A new running decode (scheduler, pools) for the current search settings.
   void start_decoding();
-  // Source ids of a line (empty for a blank line), cut to --max-input-length with a warning.
-  std::vector<int32_t> source_ids(const Line& line, const WarningSink& warn);
-  // Target ids of the line's prefix (empty without one).
-  std::vector<int32_t> prefix_ids(const Line& line) const;
-  Translation detokenize(const SearchResult& result);
   Translation blank_translation() const;
 
   TranslatorOptions options_;
@@ -144,6 +140,9 @@ class Translator {
   bool stream_interrupted_ = false;  // the last stream ended in an exception: the decode holds its leftovers
   TranslationStats stats_;
   std::vector<std::string> notes_;
+  // Tokenizes and detokenizes while the calling thread drives decoder steps. Last: destroyed first,
+  // finishing its tasks while the tokenizer they use still exists.
+  std::unique_ptr<WorkerThread> worker_;
 };
 
 }  // namespace seqtrans
