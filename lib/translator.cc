@@ -232,6 +232,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
   };
 
   for (;;) {
+    Clock::time_point text_start = Clock::now();
     // Text work that is back, or that must be waited for: an idle decode has nothing else to do.
     if (tokenizing && (is_ready(*tokenizing) || scheduler_->idle())) {
       submit(tokenizing->get());
@@ -241,6 +242,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
       settle(detokenizing.front().get());
       detokenizing.pop_front();
     }
+    stats_.text_wait_seconds += seconds_since(text_start);
     emit_done();
 
     // More input once the waiting sentences run low: a whole read-ahead, sorted by length, so that
@@ -249,6 +251,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
       const bool idle = scheduler_->idle();
       if (idle && queue.drained() && pending.empty()) break;
       const Clock::time_point start = Clock::now();
+      text_start = start;
       std::vector<Line> lines = queue.take(options_.batching.read_ahead, idle && !queue.drained());
       std::vector<Line> texts;
       std::vector<uint64_t> ids;
@@ -269,6 +272,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
         else
           tokenizing = worker_->post(std::move(task));
       }
+      stats_.text_wait_seconds += seconds_since(text_start);
     }
 
     if (!scheduler_->idle()) {
@@ -290,10 +294,13 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
         };
         finished = {};
         // In place only behind no queued task: the tokenizer then serves one thread at a time.
-        if (scheduler_->idle() && detokenizing.empty())
+        if (scheduler_->idle() && detokenizing.empty()) {
+          text_start = Clock::now();
           settle(task());
-        else
+          stats_.text_wait_seconds += seconds_since(text_start);
+        } else {
           detokenizing.push_back(worker_->post(std::move(task)));
+        }
       }
     }
     emit_done();

@@ -70,6 +70,9 @@ struct TranslationStats {
   double search_seconds = 0;
   SessionTimes search_split;  // search_seconds by part: encoder, decoder steps, host bookkeeping
   double detokenize_seconds = 0;
+  // The decoding thread's time on text: reading lines, and tokenizing or detokenizing in place or waiting
+  // for the worker (tokenize_seconds and detokenize_seconds are the work, mostly done beside the search).
+  double text_wait_seconds = 0;
   std::vector<double> sentence_seconds;  // per translated line: from being read to being translated
 };
 

@@ -233,6 +233,7 @@ TranslationStats sum(const std::vector<TranslationStats>& parts) {
     total.search_seconds += stats.search_seconds;
     total.search_split += stats.search_split;
     total.detokenize_seconds += stats.detokenize_seconds;
+    total.text_wait_seconds += stats.text_wait_seconds;
     total.sentence_seconds.insert(total.sentence_seconds.end(), stats.sentence_seconds.begin(),
                                   stats.sentence_seconds.end());
   }

@@ -25,6 +25,7 @@ TranslationStats difference(const TranslationStats& after, const TranslationStat
   run.tokenize_seconds = after.tokenize_seconds - before.tokenize_seconds;
   run.search_seconds = after.search_seconds - before.search_seconds;
   run.detokenize_seconds = after.detokenize_seconds - before.detokenize_seconds;
+  run.text_wait_seconds = after.text_wait_seconds - before.text_wait_seconds;
   run.search_split = after.search_split - before.search_split;
   run.decoder_steps = after.decoder_steps - before.decoder_steps;
   run.graph_recordings = after.graph_recordings - before.graph_recordings;
@@ -173,8 +174,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
     result.latency_p90 = percentile(stats.sentence_seconds, 90);
     result.latency_p99 = percentile(stats.sentence_seconds, 99);
   }
-  result.other_host_seconds =
-      run.seconds - stats.tokenize_seconds - stats.search_seconds - stats.detokenize_seconds;
+  result.other_host_seconds = run.seconds - stats.search_seconds - stats.text_wait_seconds;
   result.memory = peak_memory(options.translator.device);
 
   RunTotals totals;

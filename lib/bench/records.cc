@@ -122,6 +122,7 @@ Row real_row(const RealReport& report) {
   row.push_back({"search_model_step_s", stats.search_split.model_step});
   row.push_back({"search_host_s", stats.search_split.search});
   row.push_back({"detokenize_s", stats.detokenize_seconds});
+  row.push_back({"text_wait_s", stats.text_wait_seconds});
   row.push_back({"other_host_s", result.other_host_seconds});
   add_memory(row, result.memory);
   add_floor(row, result.floor, result.median_run.seconds, result.floor.flop_seconds > 0);
