@@ -267,7 +267,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
         auto task = [tokenizer = tokenizer_.get(), tokenize_settings, texts = std::move(texts), ids = std::move(ids)] {
           return tokenize_lines(*tokenizer, tokenize_settings, texts, ids);
         };
-        if (scheduler_->idle())
+        if (idle)
           submit(task());
         else
           tokenizing = worker_->post(std::move(task));
