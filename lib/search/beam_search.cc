@@ -158,9 +158,7 @@ std::vector<RunningBeam> next_running(const SentenceBeam& sentence, const std::v
     if (candidate.token == settings.eos_id) continue;
     const RunningBeam& parent = sentence.running[candidate.beam];
     RunningBeam beam;
-    beam.tokens.reserve(parent.tokens.size() + 1);
-    beam.tokens = parent.tokens;
-    beam.tokens.push_back(candidate.token);
+    beam.tokens = extended(parent.tokens, candidate.token);
     beam.log_prob = candidate.log_prob;
     beam.parent = candidate.beam;
     running.push_back(std::move(beam));

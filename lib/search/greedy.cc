@@ -7,7 +7,8 @@
 
 namespace seqtrans {
 
-OnePathSentence::OnePathSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits)
+OnePathSentence::OnePathSentence(const StepModel& model, const SearchOptions& /*options*/,
+                                 const SentenceLimits& limits)
     : eos_id_(model.eos_id()),
       start_id_(model.decoder_start_id()),
       vocab_(model.target_vocab_size()),

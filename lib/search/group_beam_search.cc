@@ -288,9 +288,7 @@ class GroupBeamSentence : public SentenceSearch {
         continue;
       }
       GroupBeam beam;
-      beam.tokens.reserve(parent.tokens.size() + 1);
-      beam.tokens = parent.tokens;
-      beam.tokens.push_back(candidate.token);
+      beam.tokens = extended(parent.tokens, candidate.token);
       beam.log_prob = candidate.score;
       beam.slot = parent.slot;
       running.push_back(std::move(beam));

@@ -46,6 +46,14 @@ std::vector<int32_t> decoder_history(int32_t start_id, const std::vector<int32_t
   return history;
 }
 
+std::vector<int32_t> extended(const std::vector<int32_t>& tokens, int32_t token) {
+  std::vector<int32_t> longer;
+  longer.reserve(tokens.size() + 1);
+  longer = tokens;
+  longer.push_back(token);
+  return longer;
+}
+
 bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots) {
   if (static_cast<int64_t>(sources.size()) != slots) return false;
   for (size_t i = 0; i < sources.size(); ++i) {

@@ -26,6 +26,9 @@ int max_generated_length(const StepModel& model, const SearchOptions& options, s
 // A hypothesis's decoder inputs so far, HF's input_ids: the start id, then its tokens.
 std::vector<int32_t> decoder_history(int32_t start_id, const std::vector<int32_t>& tokens);
 
+// A beam's tokens continued by one more: a child hypothesis's tokens.
+std::vector<int32_t> extended(const std::vector<int32_t>& tokens, int32_t token);
+
 // True when `sources` keeps every one of `slots` slots in place, so that select() can be skipped.
 bool is_identity_selection(const std::vector<int32_t>& sources, int64_t slots);
 

@@ -43,7 +43,7 @@ void SentenceSearch::add_draws(const ops::SamplingRow& /*base*/, std::vector<ops
 }
 
 CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan, const std::vector<char>& banned) {
-  CandidateRequest request{plan.k, suppressed_without_eos(model)};
+  CandidateRequest request{plan.k, suppressed_without_eos(model), {}};
   const size_t banning = static_cast<size_t>(std::count(banned.begin(), banned.end(), 1));
   if (banning == 0) return request;
   if (banning == banned.size()) {
