@@ -85,6 +85,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                          "Sentences in flight (iteration) or per batch (shrinking); each takes beam-size decoder rows")
           ->check(CLI::Range(size_t{1}, size_t{1} << 20))
           ->default_str(fmt::format("{} on a GPU, {} on the CPU", kGpuMaxBatchSize, kCpuMaxBatchSize));
+  command.add_option("--max-gpu-memory", options.max_gpu_memory_mib,
+                     "GPU memory the engine's tensors may take on each device, in MiB (0 = what the device has): "
+                     "the batch budget is fitted to it, and a run that reaches it halves its sentences in flight")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 30))
+      ->capture_default_str();
   command.add_option("--min-join", translator.min_join,
                      "iteration: waiting sentences join once this many fit (or all that wait), so that each "
                      "encoder pass takes a group (0 = half of --max-batch-size)")
@@ -172,6 +177,7 @@ void resolve_common_options(CommonOptions& options) {
   options.text.max_length_given = given(options.max_length_option);
   options.text.max_batch_size_given = given(options.max_batch_size_option);
   options.text.max_batch_tokens_given = given(options.max_batch_tokens_option);
+  options.translator.max_gpu_memory = options.max_gpu_memory_mib << 20;
   options.devices = resolve_settings(options.text, options.translator);
   resolve_sampling(options);
 }

@@ -48,12 +48,14 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
                                        options_.max_input_length};
   if (options_.device != Device::CPU) {
     // A budget the device cannot hold is lowered to what fits, not refused.
-    FittedBudget fitted = fit_budget_to_memory(
-        *file_, reservation_inputs, ops::available_device_memory(options_.device, options_.device_index));
+    size_t available = ops::available_device_memory(options_.device, options_.device_index);
+    if (options_.max_gpu_memory > 0) available = std::min(available, options_.max_gpu_memory);
+    FittedBudget fitted = fit_budget_to_memory(*file_, reservation_inputs, available);
     options_.batching = reservation_inputs.batching = fitted.batching;
     if (!fitted.note.empty()) notes_.push_back(std::move(fitted.note));
   }
-  ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, reservation_inputs));
+  ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, reservation_inputs),
+                         options_.max_gpu_memory);
   tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
   worker_ = std::make_unique<WorkerThread>();
   options_.model.device = options_.device;

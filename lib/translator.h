@@ -49,6 +49,9 @@ struct TranslatorOptions {
   // beyond the model's positions.
   size_t max_input_length = 1024;
   int cpu_threads = 0;  // 0 = the BLAS library's default
+  // The most GPU memory the engine's tensors may take on each device, in bytes (0 = what the device has):
+  // the batch budget is fitted to it, and a run that reaches it halves its sentences in flight.
+  size_t max_gpu_memory = 0;
   ModelOptions model;   // device and dtype are taken from the fields above
 };
 

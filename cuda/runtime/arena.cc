@@ -39,8 +39,20 @@ CachingArena::~CachingArena() {
 }
 
 CachingArena::Chunk& CachingArena::reserve(size_t block_bytes, size_t requested_bytes) {
-  const size_t preferred = round_up(std::max(block_bytes, options_.growth_bytes), kChunkGranularity);
+  size_t preferred = round_up(std::max(block_bytes, options_.growth_bytes), kChunkGranularity);
   const size_t minimum = round_up(block_bytes, kChunkGranularity);
+  if (options_.limit_bytes > 0) {
+    // Under a cap, a reservation takes what is left of it, and none that would pass it: the same
+    // OutOfMemoryError as a full device, so that the scheduler lowers its budget the same way.
+    const size_t left = options_.limit_bytes > stats_.bytes_reserved ? options_.limit_bytes - stats_.bytes_reserved : 0;
+    if (minimum > left)
+      throw OutOfMemoryError(fmt::format(
+          "out of GPU memory on device {}: a tensor of {:.1f} MiB does not fit in --max-gpu-memory {:.0f} MiB "
+          "(seqtrans holds {:.1f} MiB, {:.1f} MiB in use); raise --max-gpu-memory or lower --max-batch-tokens",
+          device_index_, mebibytes(requested_bytes), mebibytes(options_.limit_bytes),
+          mebibytes(stats_.bytes_reserved), mebibytes(stats_.bytes_in_use)));
+    preferred = std::max(minimum, std::min(preferred, left / kChunkGranularity * kChunkGranularity));
+  }
   void* base = nullptr;
   size_t reserved = preferred;
   cudaError_t status = cudaMalloc(&base, preferred);

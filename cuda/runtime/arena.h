@@ -25,6 +25,7 @@ struct MemoryStats {
 struct ArenaOptions {
   size_t initial_bytes = 0;          // reserved up front; 0 reserves on first use
   size_t growth_bytes = 256u << 20;  // each later reservation is at least this large
+  size_t limit_bytes = 0;            // the most all reservations may add up to (--max-gpu-memory); 0 = none
 };
 
 class CachingArena : public Allocator {

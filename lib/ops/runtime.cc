@@ -30,16 +30,18 @@ void set_cpu_threads(int threads) {
 #endif
 }
 
-void initialize_device(Device device, int device_index, size_t reserve_bytes) {
+void initialize_device(Device device, int device_index, size_t reserve_bytes, size_t limit_bytes) {
   if (device == Device::CPU) return;
 #ifdef SEQTRANS_WITH_CUDA
   cuda::RuntimeOptions options;
   options.device_index = device_index;
   options.memory.initial_bytes = reserve_bytes;
+  options.memory.limit_bytes = limit_bytes;
   cuda::initialize(options);
 #else
   (void)device_index;
   (void)reserve_bytes;
+  (void)limit_bytes;
   throw Error("this build of seqtrans has no CUDA support");
 #endif
 }

@@ -11,7 +11,9 @@ namespace seqtrans::ops {
 
 // Prepares the device and selects it for the calling thread (stream, BLAS handles, memory arena with `reserve_bytes` taken up
 // front so that translation itself allocates nothing). A no-op for the CPU.
-void initialize_device(Device device, int device_index, size_t reserve_bytes);
+// limit_bytes caps the device memory its tensors may take (0 = none); the first initialization of a
+// device sets it.
+void initialize_device(Device device, int device_index, size_t reserve_bytes, size_t limit_bytes = 0);
 
 // Bytes a new working set could take on the device: what it has free plus what the arena holds unused.
 // SIZE_MAX for the CPU (host memory is not budgeted).

@@ -47,6 +47,7 @@ PythonTranslator::PythonTranslator(const EngineArgs& args) {
   options.batching.read_ahead = args.read_ahead;
   options.min_join = args.min_join;
   options.max_input_length = args.max_input_length;
+  options.max_gpu_memory = args.max_gpu_memory_mib << 20;
   TextSettings text;
   text.device = args.device;
   text.precision = args.precision;

@@ -29,6 +29,7 @@ struct EngineArgs {
   size_t min_join = TranslatorOptions().min_join;
   size_t read_ahead = BatchingOptions().read_ahead;
   size_t max_input_length = TranslatorOptions().max_input_length;
+  size_t max_gpu_memory_mib = 0;  // 0: what the device has
 };
 
 // One call's search settings (defaults: the CLI's).

@@ -8,6 +8,7 @@
 // 512 x 512 products, a few elements per row differ by an ulp). Sampling keeps to the 10 best tokens: over
 // the whole vocabulary, an ulp can move a draw across a boundary.
 #include <cmath>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -94,4 +95,27 @@ TEST_CASE("a batch budget far above the GPU's memory is lowered with a note, and
   REQUIRE(result.exit_code == 0);
   CHECK(result.err.find("--max-batch-size lowered from 1000000 to") != std::string::npos);
   CHECK(result.out == expected);
+}
+
+// --max-gpu-memory: the budget is fitted under the cap (a note), and where a run still reaches the cap it
+// halves its sentences in flight (a warning) instead of failing. Either way the lines are the default's.
+TEST_CASE("--max-gpu-memory fits the budget under the cap and keeps the lines", "[gpu][e2e][batching]") {
+  REQUIRE_GPU_OR_SKIP();
+  const std::string input = golden_input(120);
+  const std::vector<std::string> gpu = {"--device", "cuda", "--precision", "fp32"};
+  const std::string expected = translate(gpu, {}, input);
+  for (const char* cap : {"24", "48"}) {
+    std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--max-length",
+                                          "60", "--max-batch-size", "1000", "--max-batch-tokens", "100000",
+                                          "--max-gpu-memory", cap};
+    arguments.insert(arguments.end(), gpu.begin(), gpu.end());
+    const ProcessResult result = run_process(arguments, input, 300);
+    INFO("--max-gpu-memory " << cap << ": " << result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(result.err.find("--max-batch-size lowered from 1000 to") != std::string::npos);
+    CHECK(result.out == expected);
+    std::cout << "--max-gpu-memory " << cap << " MiB: "
+              << (result.err.find("out of device memory") != std::string::npos ? "halved in flight" : "fit up front")
+              << "\n";
+  }
 }
