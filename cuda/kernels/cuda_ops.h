@@ -35,8 +35,8 @@ void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream
 void copy(const Tensor& src, Tensor& dst, cudaStream_t stream);
 // Any dtype; one cudaMemcpy2DAsync on the stream (graph capturable), rows as pitches (one plain copy when
 // the rows are equal, a copy per row past the device's pitch limit).
-void copy_prefix(const Tensor& src, Tensor& dst, cudaStream_t stream);
-void fill_zero(Tensor& t, cudaStream_t stream);
+void copy_row_prefixes(const Tensor& src, const Tensor* index, const Tensor& lengths, Tensor& dst,
+                       cudaStream_t stream);
 // Any dtype; one launch. Rows outside dst are skipped (the CPU throws).
 void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst, cudaStream_t stream);
 // fp32 <-> fp16 (round to nearest even); same dtype copies.

@@ -6,7 +6,8 @@
 //  2. top-k: the k-th largest score's key, by a radix select on token counts (three 11/11/10-bit passes);
 //  3. top-p: of the weight S that top-k kept, the key where the weight ranked before reaches
 //     top_p_kept_mass(S), by the same radix select on weights; when several tokens share that key, which
-//     of them stay (the lowest ids) by a select on ids;
+//     of them stay (the lowest ids) by a select on ids. The selects run over the few heavy tokens gathered
+//     in shared memory when those hold the cut (every lighter token ranks below them), over the row if not;
 //  4. the weight every filter kept, and the draw: a block scan in id order finds the token whose
 //     cumulative weight passes the draw's position. Sums are integers, so their order does not matter.
 #include <cub/block/block_scan.cuh>
@@ -26,6 +27,10 @@ constexpr int kThreads = 512;
 constexpr int kBins = 2048;  // 11-bit digits
 constexpr int kBinsPerThread = kBins / kThreads;
 constexpr int kScanItems = 4;  // consecutive ids per thread in the draw's scan
+// Top-p's candidates: tokens within e^-11 of the best (weight >= 2^(kWeightBits - 16)). A peaked row has a
+// few; a flat one more than fit, and then the selects read the whole row.
+constexpr int kCandidates = 2048;
+constexpr unsigned long long kCandidateWeight = 1ull << (kWeightBits - 16);
 
 using Mass = unsigned long long;
 using MassScan = cub::BlockScan<Mass, kThreads>;
@@ -49,6 +54,9 @@ struct SampleShared {
   unsigned counts[kBins];
   typename MassScan::TempStorage scan;
   DigitChoice choice;
+  uint32_t candidate_keys[kCandidates];
+  int candidate_ids[kCandidates];
+  unsigned candidate_count;
   Mass mass_scratch[32];
   float float_scratch[32];
   int drawn;
@@ -125,10 +133,10 @@ __device__ DigitChoice find_digit(Mass rank, SampleShared& shared) {
   return choice;
 }
 
-// The largest key K whose tokens, with the larger keys' tokens, weigh at least `rank`; key_weight(i, key,
-// weight) gives token i's key and weight (weight 0 leaves it out).
+// The largest key K whose items, with the larger keys' items, weigh at least `rank`; key_weight(i, key,
+// weight) gives item i's key and weight (weight 0 leaves it out).
 template <typename KeyWeight>
-__device__ Selection select_by_mass(int vocab, KeyWeight key_weight, Mass rank, SampleShared& shared) {
+__device__ Selection select_by_mass(int items, KeyWeight key_weight, Mass rank, SampleShared& shared) {
   uint32_t prefix = 0, high_mask = 0;
   Mass above = 0;
   unsigned count = 0;
@@ -141,7 +149,7 @@ __device__ Selection select_by_mass(int vocab, KeyWeight key_weight, Mass rank, 
     }
     if (threadIdx.x == 0) shared.choice = {0, 0, 0};
     __syncthreads();
-    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    for (int i = threadIdx.x; i < items; i += kThreads) {
       uint32_t key;
       Mass weight;
       key_weight(i, key, weight);
@@ -160,33 +168,71 @@ __device__ Selection select_by_mass(int vocab, KeyWeight key_weight, Mass rank, 
   return {prefix, above, count};
 }
 
-// Top-p's cutoff among the tokens at or above top_k_key whose total weight is `total`.
-__device__ void find_top_p_cutoff(const SampleRow& row, int vocab, float top_p, Mass total, Filters& filters,
+// Top-p's cutoff among the tokens at or above top_k_key; returns the weight it keeps. One pass sums their
+// weight and gathers the heavy ones; the selects then read those alone if they hold the kept weight.
+__device__ Mass find_top_p_cutoff(const SampleRow& row, int vocab, float top_p, Filters& filters,
                                   SampleShared& shared) {
-  const Mass kept_mass = top_p_kept_mass(total, top_p);
   const uint32_t top_k_key = filters.top_k_key;
-  const Selection cut = select_by_mass(
-      vocab,
-      [&](int i, uint32_t& key, Mass& weight) {
-        const float score = row.score(i);
-        key = order_key(score);
-        weight = key >= top_k_key ? row.weight(score) : 0;
-      },
-      kept_mass, shared);
+  if (threadIdx.x == 0) shared.candidate_count = 0;
+  __syncthreads();
+  Mass local = 0, local_heavy = 0;
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    const float score = row.score(i);
+    const uint32_t key = order_key(score);
+    if (key < top_k_key) continue;
+    const Mass weight = row.weight(score);
+    local += weight;
+    if (weight < kCandidateWeight) continue;
+    local_heavy += weight;
+    const unsigned slot = atomicAdd(&shared.candidate_count, 1u);
+    if (slot < kCandidates) {
+      shared.candidate_keys[slot] = key;
+      shared.candidate_ids[slot] = i;
+    }
+  }
+  const Mass total = block_sum_mass(local, shared);
+  const Mass heavy = block_sum_mass(local_heavy, shared);  // its barriers publish the candidates
+  const Mass kept_mass = top_p_kept_mass(total, top_p);
+  const int candidates = static_cast<int>(shared.candidate_count);
+  const bool gathered = candidates <= kCandidates && heavy >= kept_mass;
+
+  const Selection cut = gathered ? select_by_mass(
+                                       candidates,
+                                       [&](int c, uint32_t& key, Mass& weight) {
+                                         key = shared.candidate_keys[c];
+                                         weight = row.weight(key_score(key));
+                                       },
+                                       kept_mass, shared)
+                                 : select_by_mass(
+                                       vocab,
+                                       [&](int i, uint32_t& key, Mass& weight) {
+                                         const float score = row.score(i);
+                                         key = order_key(score);
+                                         weight = key >= top_k_key ? row.weight(score) : 0;
+                                       },
+                                       kept_mass, shared);
   filters.cutoff_key = cut.key;
   // Tokens at the cut key weigh the same: the first `needed` of them (lowest ids) stay.
   const Mass tied_weight = row.weight(key_score(cut.key));
   const Mass needed = (kept_mass - cut.above + tied_weight - 1) / tied_weight;
-  if (needed >= cut.count) return;
-  const Selection last = select_by_mass(
-      vocab,
-      [&](int i, uint32_t& key, Mass& weight) {
-        const bool tied = order_key(row.score(i)) == cut.key;
-        key = 0xffffffffu - static_cast<uint32_t>(i);  // larger for lower ids
-        weight = tied ? 1 : 0;
-      },
-      needed, shared);
+  if (needed >= cut.count) return cut.above + cut.count * tied_weight;
+  // Larger keys for lower ids; weight 1 counts the tokens at the cut key.
+  const auto tied_id = [&](int i, uint32_t key, uint32_t& id_key, Mass& weight) {
+    id_key = 0xffffffffu - static_cast<uint32_t>(i);
+    weight = key == cut.key ? 1 : 0;
+  };
+  const Selection last =
+      gathered ? select_by_mass(
+                     candidates,
+                     [&](int c, uint32_t& id_key, Mass& weight) {
+                       tied_id(shared.candidate_ids[c], shared.candidate_keys[c], id_key, weight);
+                     },
+                     needed, shared)
+               : select_by_mass(
+                     vocab, [&](int i, uint32_t& id_key, Mass& weight) { tied_id(i, order_key(row.score(i)), id_key, weight); },
+                     needed, shared);
   filters.cutoff_id = static_cast<int>(0xffffffffu - last.key);
+  return cut.above + needed * tied_weight;
 }
 
 // The first id (in id order) whose cumulative kept weight exceeds `position`; -1 if none does.
@@ -277,14 +323,9 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleArguments
                             static_cast<Mass>(settings.top_k), shared)
                             .key;
   }
-  if (settings.top_p < 1.0f) {
-    Mass local = 0;
-    for (int i = threadIdx.x; i < vocab; i += kThreads) {
-      const float score = row.score(i);
-      if (order_key(score) >= filters.top_k_key) local += row.weight(score);
-    }
-    find_top_p_cutoff(row, vocab, settings.top_p, block_sum_mass(local, shared), filters, shared);
-  }
+  // The kept weight: what top-p kept when min-p filters nothing more, else one more pass.
+  Mass total = 0;
+  if (settings.top_p < 1.0f) total = find_top_p_cutoff(row, vocab, settings.top_p, filters, shared);
   if (settings.min_p > 0.0f) filters.min_weight = min_p_weight(settings.min_p);
 
   const auto kept_weight = [&](int i) -> Mass {
@@ -292,9 +333,11 @@ __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleArguments
     const Mass weight = row.weight(score);
     return filters.keeps(order_key(score), i, weight) ? weight : 0;
   };
-  Mass local = 0;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) local += kept_weight(i);
-  const Mass total = block_sum_mass(local, shared);
+  if (settings.top_p >= 1.0f || settings.min_p > 0.0f) {
+    Mass local = 0;
+    for (int i = threadIdx.x; i < vocab; i += kThreads) local += kept_weight(i);
+    total = block_sum_mass(local, shared);
+  }
   const uint64_t bits = sampling_bits(uint64_t{settings.seed_high} << 32 | settings.seed_low,
                                       uint64_t{settings.line_high} << 32 | settings.line_low, settings.step,
                                       settings.sample);

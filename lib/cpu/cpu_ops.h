@@ -24,8 +24,7 @@ void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Ten
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
 // Any dtype (bytes are copied).
 void copy(const Tensor& src, Tensor& dst);
-void copy_prefix(const Tensor& src, Tensor& dst);
-void fill_zero(Tensor& t);
+void copy_row_prefixes(const Tensor& src, const Tensor* index, const Tensor& lengths, Tensor& dst);
 void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);
 
 void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& ids);

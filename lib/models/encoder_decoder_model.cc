@@ -45,6 +45,10 @@ class EncoderDecoderState : public DecoderState {
   std::vector<std::vector<std::vector<int32_t>>> sentence_lanes;  // [sentence rows][lane] -> blocks
   std::vector<int32_t> free_sentences;                          // memory-pool rows free for new sentences
   std::vector<int32_t> free_blocks;                             // cache blocks no sentence owns
+  // What the device buffers hold written, so that growing them copies nothing else: positions per cache
+  // block (its most), and per history row the key lengths of the last step (what it copied back).
+  std::vector<int32_t> block_fill;
+  std::vector<int32_t> history_lengths;
 
   // On the device. Graphs recorded against these buffers stay valid until the buffers move.
   std::vector<DecoderLayerCache> layers;  // self caches [blocks, B, d], memory [sentence rows, source_capacity, d]
@@ -118,19 +122,14 @@ int64_t doubled_to(int64_t start, int64_t needed, int64_t limit) {
   return limit > 0 ? std::min(size, std::max(limit, needed)) : size;
 }
 
-// A buffer of [rows, capacity, ...] keeping `old`'s contents in its leading rows and positions, zero
-// elsewhere. Slots read only positions they wrote and padding rows read nothing, so the zeros are never
-// read; they make the next growth's copy of never-written positions a copy of defined bytes.
-Tensor regrow(const Tensor& old, int64_t rows, int64_t capacity, const Shape& trailing, DataType dtype,
-              Device device) {
+// A buffer of [rows, capacity, ...] holding `old`'s row i up to written[i] positions (the rest is never
+// read: slots read only the positions they or their beam ancestors wrote, and padding rows read none).
+Tensor regrow(const Tensor& old, const std::vector<int32_t>& written, int64_t rows, int64_t capacity,
+              const Shape& trailing, DataType dtype, Device device) {
   Shape shape{rows, capacity};
   shape.insert(shape.end(), trailing.begin(), trailing.end());
   Tensor grown(shape, dtype, device);
-  ops::fill_zero(grown);
-  if (old.defined()) {
-    Tensor leading = grown.slice_rows(0, old.dim(0));
-    ops::copy_prefix(old, leading);
-  }
+  if (old.defined() && !written.empty()) ops::copy_row_prefixes(old, nullptr, ids_tensor(written, device), grown);
   return grown;
 }
 
@@ -328,7 +327,8 @@ void EncoderDecoderModel::grow_decoder_pool(EncoderDecoderState& state, int64_t 
   if (rows <= state.rows && capacity <= state.capacity) return;
   rows = std::max(rows, state.rows);
   capacity = std::max(capacity, state.capacity);
-  state.history = regrow(state.history, rows, capacity, {}, DataType::I32, options_.device);
+  state.history_lengths.resize(static_cast<size_t>(state.rows), 0);
+  state.history = regrow(state.history, state.history_lengths, rows, capacity, {}, DataType::I32, options_.device);
   if (rows != state.rows) {
     state.step_inputs = Tensor({kStepInputs, rows}, DataType::I32, options_.device);
     state.sampling_rows = Tensor({rows, ops::kSamplingRowWords}, DataType::I32, options_.device);
@@ -342,9 +342,12 @@ void EncoderDecoderModel::grow_block_pool(EncoderDecoderState& state, int64_t bl
   if (blocks <= state.cache_blocks) return;
   const int64_t d = config_.d_model;
   for (DecoderLayerCache& cache : state.layers) {
-    cache.self_keys = regrow(cache.self_keys, blocks, kBlockPositions, {d}, options_.dtype, options_.device);
-    cache.self_values = regrow(cache.self_values, blocks, kBlockPositions, {d}, options_.dtype, options_.device);
+    cache.self_keys =
+        regrow(cache.self_keys, state.block_fill, blocks, kBlockPositions, {d}, options_.dtype, options_.device);
+    cache.self_values =
+        regrow(cache.self_values, state.block_fill, blocks, kBlockPositions, {d}, options_.dtype, options_.device);
   }
+  state.block_fill.resize(static_cast<size_t>(blocks), 0);
   for (int64_t block = state.cache_blocks; block < blocks; ++block) state.free_blocks.push_back(static_cast<int32_t>(block));
   state.cache_blocks = blocks;
   state.drop_graphs();
@@ -357,6 +360,8 @@ int32_t EncoderDecoderModel::block_to_write(EncoderDecoderState& state, int64_t 
     if (state.free_blocks.empty()) grow_block_pool(state, 2 * state.cache_blocks);
     lane.push_back(take_free(state.free_blocks));
   }
+  int32_t& fill = state.block_fill[static_cast<size_t>(lane[index])];
+  fill = std::max(fill, static_cast<int32_t>(state.positions[slot] % kBlockPositions + 1));
   return lane[index];
 }
 
@@ -367,8 +372,11 @@ void EncoderDecoderModel::grow_memory_pool(EncoderDecoderState& state, int64_t s
       state.source_capacity, doubled_to(kInitialCacheCapacity, source_length, config_.max_positions));
   const int64_t d = config_.d_model;
   for (DecoderLayerCache& cache : state.layers) {
-    cache.cross_keys = regrow(cache.cross_keys, sentences, capacity, {d}, options_.dtype, options_.device);
-    cache.cross_values = regrow(cache.cross_values, sentences, capacity, {d}, options_.dtype, options_.device);
+    // A row's memory is written up to its sentence's length (at least), and read no further.
+    cache.cross_keys =
+        regrow(cache.cross_keys, state.source_lengths, sentences, capacity, {d}, options_.dtype, options_.device);
+    cache.cross_values =
+        regrow(cache.cross_values, state.source_lengths, sentences, capacity, {d}, options_.dtype, options_.device);
   }
   for (int64_t row = state.sentence_rows; row < sentences; ++row) state.free_sentences.push_back(static_cast<int32_t>(row));
   state.source_lengths.resize(static_cast<size_t>(sentences), 0);
@@ -419,6 +427,7 @@ void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const s
   std::fill(row(kCacheRows), row(kCacheRows) + state.rows, -1);
   std::copy(state.blocks.begin(), state.blocks.end(), row(kCacheRows));
   state.step_inputs.copy_from(Tensor::from_ints(state.step_inputs.shape(), inputs));
+  state.history_lengths.assign(row(kKeyLengths), row(kKeyLengths) + state.rows);
 }
 
 Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) const {
@@ -427,14 +436,17 @@ Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) con
   };
   const Tensor ids = input(kIds), positions = input(kPositions), key_lengths = input(kKeyLengths);
   const Tensor sentences = input(kSentences), source_lengths = input(kSourceLengths), cache_rows = input(kCacheRows);
-  // Beam reorders since the last step move history rows only; keys and values stay in place.
-  Tensor history = ops::gather_rows(state.history, input(kReorder));  // [rows, capacity]
+  // Beam reorders since the last step move history rows only (each slot's positions so far, from the slot
+  // it continues); keys and values stay in place. The step appends one position, which goes back with them.
+  const Tensor reorder = input(kReorder);
+  Tensor history({rows, state.capacity}, DataType::I32, options_.device);
+  ops::copy_row_prefixes(state.history, &reorder, positions, history);
   const DecoderStepInputs inputs{positions, key_lengths, history, sentences, source_lengths, &cache_rows};
 
   Tensor x = embed(ids, positions, Side::Target);  // [rows, d]
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   Tensor kept = state.history.slice_rows(0, rows);
-  ops::copy(history, kept);
+  ops::copy_row_prefixes(history, nullptr, key_lengths, kept);
   return x;
 }
 

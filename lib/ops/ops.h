@@ -91,13 +91,11 @@ Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const T
 // dst = src, same shape and dtype, queued on the device like any other op (a CUDA graph can hold it).
 void copy(const Tensor& src, Tensor& dst);
 
-// dst[i, :m, ...] = src[i, :m, ...] for src [n, m, ...] and dst [n, m', ...], m' >= m, equal trailing
-// extents: a cache or index table moved to a longer capacity.
-void copy_prefix(const Tensor& src, Tensor& dst);
-
-// Every byte of t = 0: a pool's new buffer, so that no copy or read ever meets memory nothing wrote
-// (compute-sanitizer initcheck flags a grown pool's copy of never-written positions otherwise).
-void fill_zero(Tensor& t);
+// dst[i, :lengths[i], ...] = src[index[i], :lengths[i], ...] (src row i without an index) for i < r, where
+// src [n, m, ...] and dst [n', m', ...] share trailing extents, lengths [r] int32 (at most min(m, m')),
+// index [r] int32 or null. Rows past r and positions past each length are left as they are: a pool that
+// grows or a table that follows beam reorders copies only what was written, never uninitialized memory.
+void copy_row_prefixes(const Tensor& src, const Tensor* index, const Tensor& lengths, Tensor& dst);
 
 // dst[rows[i], :m, ...] = src[i, :m, ...] for src [n, m, ...], rows [n] int32 (distinct, inside dst) and
 // dst [P, m' >= m, ...] with equal trailing extents: sentences' encoder memory moved into a pool's rows.

@@ -1,5 +1,5 @@
 // The ops that let decoder state move by index instead of by copy, on the CPU: attention through
-// key_rows, the fused self-attention step append, and the device copies (copy, copy_prefix).
+// key_rows, the fused self-attention step append, and the device copies (copy, copy_row_prefixes).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -213,52 +213,50 @@ TEST_CASE("copy copies every byte and checks shape and dtype", "[ops]") {
   CHECK_THROWS_AS(ops::copy(src, int_same_shape), Error);
 }
 
-TEST_CASE("fill_zero sets every byte to zero", "[ops]") {
-  Tensor floats = random_floats({3, 5, 2});
-  ops::fill_zero(floats);
-  CHECK(floats.to_float_vector() == std::vector<float>(30, 0.0f));
-  Tensor ints = random_ints({7}, 1, 9);
-  ops::fill_zero(ints);
-  CHECK(ints.to_int_vector() == std::vector<int32_t>(7, 0));
-}
-
-TEST_CASE("copy_prefix copies each row's leading entries and leaves the rest of dst", "[ops]") {
-  // Rank 2: a history table [n, m] moved to a longer capacity.
+TEST_CASE("copy_row_prefixes copies each row's written positions and leaves the rest of dst", "[ops]") {
+  // Rank 2: a history table [n, m] moved to a longer capacity, row i up to lengths[i].
   const Tensor table = random_ints({3, 4}, 0, 9);
   Tensor longer = Tensor::from_ints({3, 7}, std::vector<int32_t>(21, -1));
-  ops::copy_prefix(table, longer);
+  ops::copy_row_prefixes(table, nullptr, Tensor::from_ints({3}, {4, 0, 2}), longer);
   const auto tv = table.to_int_vector(), lv = longer.to_int_vector();
+  const int lengths[] = {4, 0, 2};
   for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 7; ++j) CHECK(lv[i * 7 + j] == (j < 4 ? tv[i * 4 + j] : -1));
+    for (int j = 0; j < 7; ++j) CHECK(lv[i * 7 + j] == (j < lengths[i] ? tv[i * 4 + j] : -1));
 
-  // Rank 3: a cache [n, m, d].
+  // Rank 3 through an index: dst row i takes src row index[i]; rows past the lengths stay.
   const Tensor cache = random_floats({2, 3, 4});
-  const Tensor before = random_floats({2, 5, 4});
+  const Tensor before = random_floats({3, 5, 4});
   Tensor grown = before.to(Device::CPU);
-  ops::copy_prefix(cache, grown);
+  const Tensor second_row = Tensor::from_ints({2}, {1, 1});
+  ops::copy_row_prefixes(cache, &second_row, Tensor::from_ints({2}, {3, 1}), grown);
   const auto cv = cache.to_float_vector(), gv = grown.to_float_vector(), bv = before.to_float_vector();
-  for (int i = 0; i < 2; ++i)
+  const int copied[] = {3, 1, 0};
+  for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 5; ++j)
       for (int c = 0; c < 4; ++c)
-        CHECK(gv[(i * 5 + j) * 4 + c] == (j < 3 ? cv[(i * 3 + j) * 4 + c] : bv[(i * 5 + j) * 4 + c]));
+        CHECK(gv[(i * 5 + j) * 4 + c] == (j < copied[i] ? cv[(3 + j) * 4 + c] : bv[(i * 5 + j) * 4 + c]));
 
-  // Equal extents are a plain copy.
-  Tensor same = random_floats({2, 3, 4});
-  ops::copy_prefix(cache, same);
-  CHECK(same.to_float_vector() == cv);
-
+  // A shorter destination takes what fits.
   Tensor shorter = random_floats({2, 2, 4});
-  CHECK_THROWS_AS(ops::copy_prefix(cache, shorter), Error);
+  ops::copy_row_prefixes(cache, nullptr, Tensor::from_ints({2}, {2, 2}), shorter);
+  const auto sv = shorter.to_float_vector();
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 8; ++k) CHECK(sv[i * 8 + k] == cv[i * 12 + k]);
+
+  const Tensor two = Tensor::from_ints({2}, {1, 1});
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, nullptr, Tensor::from_ints({2}, {3, 3}), shorter), Error);
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, nullptr, Tensor::from_ints({2}, {-1, 0}), shorter), Error);
+  const Tensor past_src = Tensor::from_ints({2}, {0, 2}), too_few = Tensor::from_ints({1}, {0});
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, &past_src, two, shorter), Error);
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, &too_few, two, shorter), Error);
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, nullptr, Tensor::from_ints({3}, {1, 1, 1}), grown), Error);
   Tensor wider = random_floats({2, 5, 5});
-  CHECK_THROWS_AS(ops::copy_prefix(cache, wider), Error);
-  Tensor more_rows = random_floats({3, 5, 4});
-  CHECK_THROWS_AS(ops::copy_prefix(cache, more_rows), Error);
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, nullptr, two, wider), Error);
   Tensor int_grown = random_ints({2, 5, 4}, 0, 1);
-  CHECK_THROWS_AS(ops::copy_prefix(cache, int_grown), Error);
-  Tensor flat = random_floats({8});
-  CHECK_THROWS_AS(ops::copy_prefix(random_floats({4}), flat), Error);
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, nullptr, two, int_grown), Error);
   Tensor rank2 = random_floats({2, 20});
-  CHECK_THROWS_AS(ops::copy_prefix(cache, rank2), Error);
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, nullptr, two, rank2), Error);
+  CHECK_THROWS_AS(ops::copy_row_prefixes(cache, nullptr, Tensor::from_floats({2}, {1, 1}), shorter), Error);
 }
 
 TEST_CASE("append_self_attention_step with cache rows writes each slot's pool row, and none for padding", "[ops]") {

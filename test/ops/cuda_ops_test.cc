@@ -510,7 +510,7 @@ TEST_CASE("cuda append_self_attention_step matches the CPU", "[gpu]") {
     }
 }
 
-TEST_CASE("cuda copy, copy_prefix and fill_zero match the CPU for every dtype", "[gpu]") {
+TEST_CASE("cuda copy and copy_row_prefixes match the CPU for every dtype", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const auto random_of = [](const Shape& shape, DataType dtype) {
     return dtype == DataType::I32 ? random_ints(shape, -1000, 1000) : random_floats(shape).to(dtype);
@@ -520,27 +520,31 @@ TEST_CASE("cuda copy, copy_prefix and fill_zero match the CPU for every dtype", 
     const Tensor back = gpu.to(Device::CPU);
     return back.bytes() == cpu.bytes() && std::memcmp(back.raw(), cpu.raw(), cpu.bytes()) == 0;
   };
-  // src, dst shapes: the leading axis and trailing extents agree, dst's second axis is as long or longer.
+  // src, dst shapes: trailing extents agree; the second axis may be longer or shorter either way.
   const Shape pairs[][2] = {{{3, 4}, {3, 7}},           {{8, 37, 64}, {8, 100, 64}}, {{5, 3, 3}, {5, 3, 3}},
                             {{2, 1, 5}, {2, 9, 5}},     {{7, 1, 1}, {7, 2, 1}},      {{64, 33}, {64, 128}},
-                            {{4, 2, 3, 5}, {4, 6, 3, 5}}};
+                            {{4, 2, 3, 5}, {4, 6, 3, 5}}, {{6, 16, 8}, {9, 16, 8}},  {{5, 12}, {3, 7}}};
   for (DataType dtype : {DataType::F32, DataType::F16, DataType::I32})
     for (const auto& pair : pairs) {
       CAPTURE(dtype_name(dtype), shape_string(pair[0]), shape_string(pair[1]));
       const Tensor src = random_of(pair[0], dtype), dst = random_of(pair[1], dtype);
-      Tensor expected = dst.to(Device::CPU), got = dst.to(Device::CUDA);
-      ops::copy_prefix(src, expected);
-      ops::copy_prefix(src.to(Device::CUDA), got);
-      CHECK(same_bytes(got, expected));
+      const int64_t rows = std::min(pair[0][0], pair[1][0]);
+      const int32_t longest = static_cast<int32_t>(std::min(pair[0][1], pair[1][1]));
+      const Tensor lengths = random_ints({rows}, 0, longest);
+      const Tensor index = random_ints({rows}, 0, static_cast<int32_t>(pair[0][0] - 1));
+      for (const Tensor* by : {static_cast<const Tensor*>(nullptr), &index}) {
+        CAPTURE(by != nullptr);
+        Tensor expected = dst.to(Device::CPU), got = dst.to(Device::CUDA);
+        ops::copy_row_prefixes(src, by, lengths, expected);
+        const Tensor device_index = index.to(Device::CUDA);
+        ops::copy_row_prefixes(src.to(Device::CUDA), by != nullptr ? &device_index : nullptr,
+                               lengths.to(Device::CUDA), got);
+        CHECK(same_bytes(got, expected));
+      }
 
       Tensor copied = random_of(pair[0], dtype).to(Device::CUDA);
       ops::copy(src.to(Device::CUDA), copied);
       CHECK(same_bytes(copied, src));
-
-      Tensor zeros = dst.to(Device::CPU), device_zeros = dst.to(Device::CUDA);
-      ops::fill_zero(zeros);
-      ops::fill_zero(device_zeros);
-      CHECK(same_bytes(device_zeros, zeros));
     }
 }
 
@@ -570,14 +574,16 @@ TEST_CASE("cuda graph replays the step append, attention through the history and
     Tensor grown_keys = random_floats({slots, longer, width}).to(dtype).to(Device::CUDA);
     Tensor grown_history = random_ints({slots, longer}, 0, 3).to(Device::CUDA);
     Tensor positions_gpu({slots}, DataType::I32, Device::CUDA), lengths_gpu({slots}, DataType::I32, Device::CUDA);
+    const Tensor whole_rows =
+        Tensor::from_ints({slots}, std::vector<int32_t>(slots, static_cast<int32_t>(capacity))).to(Device::CUDA);
     const ops::AttentionOptions options = attention_options(width, heads, &history);
     Tensor context;
     ops::DeviceGraph graph(Device::CUDA);
     graph.capture([&] {
       const Tensor query = ops::append_self_attention_step(qkv, bias.gpu, positions_gpu, keys, values, history);
       context = ops::attention(query.reshape({slots, 1, width}), keys, values, lengths_gpu, options);
-      ops::copy_prefix(keys, grown_keys);
-      ops::copy_prefix(history, grown_history);
+      ops::copy_row_prefixes(keys, nullptr, whole_rows, grown_keys);
+      ops::copy_row_prefixes(history, nullptr, lengths_gpu, grown_history);  // lengths read at each replay
       ops::copy(history, history_copy);
     });
 
@@ -612,7 +618,7 @@ TEST_CASE("cuda graph replays the step append, attention through the history and
       double worst = 0.0;
       for (int64_t s = 0; s < slots; ++s)
         for (int64_t j = 0; j < capacity; ++j) {
-          CHECK(grown_rows[s * longer + j] == rows[s * capacity + j]);
+          if (j < length_values[s]) CHECK(grown_rows[s * longer + j] == rows[s * capacity + j]);
           for (int64_t c = 0; c < width; ++c)
             worst = std::max(worst, std::abs(static_cast<double>(grown[(s * longer + j) * width + c]) -
                                              cache[(s * capacity + j) * width + c]));
