@@ -29,6 +29,8 @@ struct FittedBudget {
   BatchingOptions batching;
   std::string note;
 };
-FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs& inputs, size_t available_bytes);
+// `capped`: available_bytes is the --max-gpu-memory cap rather than the device's free memory (messages say which).
+FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs& inputs, size_t available_bytes,
+                                  bool capped = false);
 
 }  // namespace seqtrans

@@ -48,9 +48,10 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
                                        options_.max_input_length};
   if (options_.device != Device::CPU) {
     // A budget the device cannot hold is lowered to what fits, not refused.
-    size_t available = ops::available_device_memory(options_.device, options_.device_index);
-    if (options_.max_gpu_memory > 0) available = std::min(available, options_.max_gpu_memory);
-    FittedBudget fitted = fit_budget_to_memory(*file_, reservation_inputs, available);
+    const size_t free_bytes = ops::available_device_memory(options_.device, options_.device_index);
+    const bool capped = options_.max_gpu_memory > 0 && options_.max_gpu_memory < free_bytes;
+    FittedBudget fitted =
+        fit_budget_to_memory(*file_, reservation_inputs, capped ? options_.max_gpu_memory : free_bytes, capped);
     options_.batching = reservation_inputs.batching = fitted.batching;
     if (!fitted.note.empty()) notes_.push_back(std::move(fitted.note));
   }

@@ -214,19 +214,19 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
 
   if (active) {
     const int head = unit % heads, row = unit / heads, b = row / args.query_len;
-    // kPerKey: the table entries of the keys of this warp's next chunk, loaded a chunk ahead (the first
-    // together with the length: entries past the length exist in the table, and are ignored).
+    int key_len = min(max(key_lengths[b], 0), args.key_capacity);
+    // kPerKey: the table entries of the keys of this warp's next chunk, loaded a chunk ahead. Entries past
+    // the length are never read: nothing wrote them (a slot's history holds only the positions it reached).
     const int32_t* key_rows_of_b = kPerKey ? key_rows + static_cast<int64_t>(b) * args.key_capacity : nullptr;
     int next_rows[kPasses];
     const auto load_rows = [&](int first) {
 #pragma unroll
       for (int p = 0; p < kPasses; ++p) {
         const int j = first + p * kKeysPerPass + group;
-        next_rows[p] = j < args.key_capacity ? key_rows_of_b[j] : -1;  // one word per group: a broadcast
+        next_rows[p] = j < key_len ? key_rows_of_b[j] : -1;  // one word per group: a broadcast
       }
     };
     if constexpr (kPerKey) load_rows(part * kChunk);
-    int key_len = min(max(key_lengths[b], 0), args.key_capacity);
     int key_row = b;
     if (!kPerKey && key_rows != nullptr) {
       key_row = key_rows[b];

@@ -4,10 +4,12 @@
 // the CPU op draws:
 //  1. the best score, and the log-softmax normalizer of logits + bias (for the drawn token's log-prob);
 //  2. top-k: the k-th largest score's key, by a radix select on token counts (three 11/11/10-bit passes);
-//  3. top-p: of the weight S that top-k kept, the key where the weight ranked before reaches
-//     top_p_kept_mass(S), by the same radix select on weights; when several tokens share that key, which
-//     of them stay (the lowest ids) by a select on ids. The selects run over the few heavy tokens gathered
-//     in shared memory when those hold the cut (every lighter token ranks below them), over the row if not;
+//  3. top-p: of the weight S that top-k kept, the shortest run of tokens in (score down, id up) order that
+//     weighs top_p_kept_mass(S). A histogram of weight over bins of score distance from the best (2,048
+//     bins over the 30 nats that weigh anything: few tokens share a bin, so its atomics rarely collide, unlike
+//     bins of the keys' top bits) finds the bin of the cut; its tokens, usually a handful, are ranked one
+//     against another in shared memory. A bin of more tokens falls back to the radix select on weights,
+//     then on ids among the tokens that share the cut key;
 //  4. the weight every filter kept, and the draw: a block scan in id order finds the token whose
 //     cumulative weight passes the draw's position. Sums are integers, so their order does not matter.
 #include <cub/block/block_scan.cuh>
@@ -27,10 +29,10 @@ constexpr int kThreads = 512;
 constexpr int kBins = 2048;  // 11-bit digits
 constexpr int kBinsPerThread = kBins / kThreads;
 constexpr int kScanItems = 4;  // consecutive ids per thread in the draw's scan
-// Top-p's candidates: tokens within e^-11 of the best (weight >= 2^(kWeightBits - 16)). A peaked row has a
-// few; a flat one more than fit, and then the selects read the whole row.
-constexpr int kCandidates = 2048;
-constexpr unsigned long long kCandidateWeight = 1ull << (kWeightBits - 16);
+// Top-p's distance bins: kBins over the scores within 30 nats of the best (lighter tokens weigh 0). The bin
+// of the cut is ranked in shared memory when it holds at most kCandidates tokens.
+constexpr float kBinsPerNat = kBins / 30.0f;
+constexpr int kCandidates = 256;
 
 using Mass = unsigned long long;
 using MassScan = cub::BlockScan<Mass, kThreads>;
@@ -56,7 +58,9 @@ struct SampleShared {
   DigitChoice choice;
   uint32_t candidate_keys[kCandidates];
   int candidate_ids[kCandidates];
+  Mass candidate_weights[kCandidates];
   unsigned candidate_count;
+  Selection cut;      // top-p's last kept token: key, kept weight up to it (above) and id (count)
   Mass mass_scratch[32];
   float float_scratch[32];
   int drawn;
@@ -168,69 +172,95 @@ __device__ Selection select_by_mass(int items, KeyWeight key_weight, Mass rank, 
   return {prefix, above, count};
 }
 
-// Top-p's cutoff among the tokens at or above top_k_key; returns the weight it keeps. One pass sums their
-// weight and gathers the heavy ones; the selects then read those alone if they hold the kept weight.
+// Top-p's cutoff among the tokens at or above top_k_key; returns the weight it keeps.
 __device__ Mass find_top_p_cutoff(const SampleRow& row, int vocab, float top_p, Filters& filters,
                                   SampleShared& shared) {
   const uint32_t top_k_key = filters.top_k_key;
-  if (threadIdx.x == 0) shared.candidate_count = 0;
+  // Bins in key order (the best score's bin is the last), so that find_digit ranks them from the top.
+  const auto distance_bin = [&](float score) {
+    const float distance = (row.max_score - score) * kBinsPerNat;
+    return kBins - 1 - (distance < static_cast<float>(kBins - 1) ? static_cast<int>(distance) : kBins - 1);
+  };
+  for (int b = threadIdx.x; b < kBins; b += kThreads) {
+    shared.histogram[b] = 0;
+    shared.counts[b] = 0;
+  }
+  if (threadIdx.x == 0) {
+    shared.choice = {0, 0, 0};
+    shared.candidate_count = 0;
+  }
   __syncthreads();
-  Mass local = 0, local_heavy = 0;
+  Mass local = 0;
   for (int i = threadIdx.x; i < vocab; i += kThreads) {
     const float score = row.score(i);
-    const uint32_t key = order_key(score);
-    if (key < top_k_key) continue;
+    if (order_key(score) < top_k_key) continue;
     const Mass weight = row.weight(score);
+    if (weight == 0) continue;
     local += weight;
-    if (weight < kCandidateWeight) continue;
-    local_heavy += weight;
-    const unsigned slot = atomicAdd(&shared.candidate_count, 1u);
-    if (slot < kCandidates) {
+    const int bin = distance_bin(score);
+    atomicAdd(&shared.histogram[bin], weight);
+    atomicAdd(&shared.counts[bin], 1u);
+  }
+  const Mass total = block_sum_mass(local, shared);  // its barriers publish the histogram
+  const Mass kept_mass = top_p_kept_mass(total, top_p);
+  const DigitChoice bin = find_digit(kept_mass, shared);
+
+  if (bin.count <= kCandidates) {
+    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+      const float score = row.score(i);
+      const uint32_t key = order_key(score);
+      if (key < top_k_key) continue;
+      const Mass weight = row.weight(score);
+      if (weight == 0 || distance_bin(score) != bin.digit) continue;
+      const unsigned slot = atomicAdd(&shared.candidate_count, 1u);
       shared.candidate_keys[slot] = key;
       shared.candidate_ids[slot] = i;
+      shared.candidate_weights[slot] = weight;
     }
+    __syncthreads();
+    // Each token's rank: the weight of the bins above and of the bin's tokens before it in (key down, id
+    // up) order. The one whose span holds kept_mass is the last kept.
+    const int candidates = static_cast<int>(bin.count);
+    for (int c = threadIdx.x; c < candidates; c += kThreads) {
+      const uint32_t key = shared.candidate_keys[c];
+      const int id = shared.candidate_ids[c];
+      Mass before = bin.above;
+      for (int other = 0; other < candidates; ++other) {
+        const uint32_t other_key = shared.candidate_keys[other];
+        if (other_key > key || (other_key == key && shared.candidate_ids[other] < id))
+          before += shared.candidate_weights[other];
+      }
+      const Mass through = before + shared.candidate_weights[c];
+      if (before < kept_mass && kept_mass <= through) shared.cut = {key, through, static_cast<unsigned>(id)};
+    }
+    __syncthreads();
+    const Selection cut = shared.cut;
+    filters.cutoff_key = cut.key;
+    filters.cutoff_id = static_cast<int>(cut.count);
+    return cut.above;
   }
-  const Mass total = block_sum_mass(local, shared);
-  const Mass heavy = block_sum_mass(local_heavy, shared);  // its barriers publish the candidates
-  const Mass kept_mass = top_p_kept_mass(total, top_p);
-  const int candidates = static_cast<int>(shared.candidate_count);
-  const bool gathered = candidates <= kCandidates && heavy >= kept_mass;
 
-  const Selection cut = gathered ? select_by_mass(
-                                       candidates,
-                                       [&](int c, uint32_t& key, Mass& weight) {
-                                         key = shared.candidate_keys[c];
-                                         weight = row.weight(key_score(key));
-                                       },
-                                       kept_mass, shared)
-                                 : select_by_mass(
-                                       vocab,
-                                       [&](int i, uint32_t& key, Mass& weight) {
-                                         const float score = row.score(i);
-                                         key = order_key(score);
-                                         weight = key >= top_k_key ? row.weight(score) : 0;
-                                       },
-                                       kept_mass, shared);
+  const Selection cut = select_by_mass(
+      vocab,
+      [&](int i, uint32_t& key, Mass& weight) {
+        const float score = row.score(i);
+        key = order_key(score);
+        weight = key >= top_k_key ? row.weight(score) : 0;
+      },
+      kept_mass, shared);
   filters.cutoff_key = cut.key;
   // Tokens at the cut key weigh the same: the first `needed` of them (lowest ids) stay.
   const Mass tied_weight = row.weight(key_score(cut.key));
   const Mass needed = (kept_mass - cut.above + tied_weight - 1) / tied_weight;
   if (needed >= cut.count) return cut.above + cut.count * tied_weight;
-  // Larger keys for lower ids; weight 1 counts the tokens at the cut key.
-  const auto tied_id = [&](int i, uint32_t key, uint32_t& id_key, Mass& weight) {
-    id_key = 0xffffffffu - static_cast<uint32_t>(i);
-    weight = key == cut.key ? 1 : 0;
-  };
-  const Selection last =
-      gathered ? select_by_mass(
-                     candidates,
-                     [&](int c, uint32_t& id_key, Mass& weight) {
-                       tied_id(shared.candidate_ids[c], shared.candidate_keys[c], id_key, weight);
-                     },
-                     needed, shared)
-               : select_by_mass(
-                     vocab, [&](int i, uint32_t& id_key, Mass& weight) { tied_id(i, order_key(row.score(i)), id_key, weight); },
-                     needed, shared);
+  const Selection last = select_by_mass(
+      vocab,
+      [&](int i, uint32_t& key, Mass& weight) {
+        const bool tied = order_key(row.score(i)) == cut.key;
+        key = 0xffffffffu - static_cast<uint32_t>(i);  // larger for lower ids
+        weight = tied ? 1 : 0;
+      },
+      needed, shared);
   filters.cutoff_id = static_cast<int>(0xffffffffu - last.key);
   return cut.above + needed * tied_weight;
 }

@@ -104,7 +104,7 @@ TEST_CASE("--max-gpu-memory fits the budget under the cap and keeps the lines", 
   const std::string input = golden_input(120);
   const std::vector<std::string> gpu = {"--device", "cuda", "--precision", "fp32"};
   const std::string expected = translate(gpu, {}, input);
-  for (const char* cap : {"24", "48"}) {
+  for (const char* cap : {"96", "128"}) {
     std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--max-length",
                                           "60", "--max-batch-size", "1000", "--max-batch-tokens", "100000",
                                           "--max-gpu-memory", cap};

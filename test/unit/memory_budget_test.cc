@@ -64,6 +64,19 @@ TEST_CASE("memory budget: a device that cannot hold one sentence is a one-line e
   } catch (const Error& error) {
     const std::string message = error.what();
     CHECK(message.find("for one sentence") != std::string::npos);
+    CHECK(message.find("MiB free") != std::string::npos);
     CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("memory budget: under --max-gpu-memory the messages name the cap", "[memory_budget]") {
+  const ModelFile file = tiny_model_file();
+  const FittedBudget fitted = fit_budget_to_memory(file, inputs_with(1000000, 50000000), size_t{2} << 30, true);
+  CHECK(fitted.note.find("than the 2048 MiB of --max-gpu-memory: --max-batch-size lowered") != std::string::npos);
+  try {
+    fit_budget_to_memory(file, inputs_with(64, 4096), 1 << 20, true);
+    FAIL("expected an error");
+  } catch (const Error& error) {
+    CHECK(std::string(error.what()).find("more than the 1 MiB of --max-gpu-memory") != std::string::npos);
   }
 }
