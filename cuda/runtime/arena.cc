@@ -29,7 +29,10 @@ size_t CachingArena::size_class(size_t bytes) {
 CachingArena::CachingArena(int device_index, const ArenaOptions& options)
     : device_index_(device_index), options_(options) {
   free_blocks_[0];
-  if (options_.initial_bytes > 0) reserve(round_up(options_.initial_bytes, kChunkGranularity), 0);
+  size_t initial = round_up(options_.initial_bytes, kChunkGranularity);
+  // Under a cap, the up-front reservation is what the cap allows: the rest is met (and halved) in flight.
+  if (options_.limit_bytes > 0) initial = std::min(initial, options_.limit_bytes / kChunkGranularity * kChunkGranularity);
+  if (initial > 0) reserve(initial, 0);
 }
 
 CachingArena::~CachingArena() {
