@@ -94,6 +94,18 @@ void* CachingArena::take_free(FreeLists& lists, size_t block_bytes, size_t& gran
   return nullptr;
 }
 
+void* CachingArena::split_free(FreeLists& lists, size_t block_bytes) {
+  for (auto it = lists.lower_bound(block_bytes); it != lists.end(); ++it) {
+    if (it->second.empty()) continue;
+    char* block = static_cast<char*>(it->second.back());
+    const size_t rest = it->first - block_bytes;
+    it->second.pop_back();
+    if (rest > 0) lists[rest].push_back(block + block_bytes);  // block_bytes keeps the rest 256-byte aligned
+    return block;
+  }
+  return nullptr;
+}
+
 void* CachingArena::allocate(size_t bytes) {
   const size_t block_bytes = size_class(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -110,9 +122,19 @@ void* CachingArena::allocate(size_t bytes) {
         chunk = &candidate;
         break;
       }
-    if (chunk == nullptr) chunk = &reserve(block_bytes, bytes);
-    block = chunk->base + chunk->used;
-    chunk->used += block_bytes;
+    if (chunk == nullptr) {
+      try {
+        chunk = &reserve(block_bytes, bytes);
+      } catch (const OutOfMemoryError&) {
+        block = split_free(free_blocks_[active_pool_], block_bytes);
+        if (block == nullptr && active_pool_ != 0) block = split_free(free_blocks_[0], block_bytes);
+        if (block == nullptr) throw;
+      }
+    }
+    if (block == nullptr) {
+      block = chunk->base + chunk->used;
+      chunk->used += block_bytes;
+    }
   }
   live_blocks_.emplace(block, LiveBlock{granted, active_pool_});
   ++stats_.allocations;

@@ -71,6 +71,10 @@ class CachingArena : public Allocator {
 
   // Takes a free block of class `block_bytes` or at most twice as large from `lists`; null if none.
   static void* take_free(FreeLists& lists, size_t block_bytes, size_t& granted);
+  // The last resort when no chunk can be reserved (a full device, or the cap reached): the first `block_bytes`
+  // of the smallest larger free block, whose rest stays free as a block of its own. Free blocks are never
+  // merged, so without this a cap can fail a small request while most of it is free in large blocks.
+  static void* split_free(FreeLists& lists, size_t block_bytes);
 
   int device_index_;
   ArenaOptions options_;

@@ -119,6 +119,28 @@ TEST_CASE("cuda arena: an impossible reservation fails with one clear line", "[g
   CHECK(small.to_float_vector().size() == 16);
 }
 
+TEST_CASE("cuda arena: at its cap, a small request splits a large free block", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  cuda::ArenaOptions options;
+  options.initial_bytes = options.limit_bytes = 8u << 20;
+  cuda::CachingArena arena(0, options);
+  void* large = arena.allocate(6u << 20);
+  void* rest = arena.allocate(2u << 20);  // the cap is carved out to its end
+  CHECK_THROWS_AS(arena.allocate(1u << 20), OutOfMemoryError);
+  arena.deallocate(large, 6u << 20);
+  // 64 KiB is far below the 6 MiB block's class: only a split serves it, and its rest serves more.
+  std::vector<void*> small;
+  for (int i = 0; i < 4; ++i) small.push_back(arena.allocate(64u << 10));
+  for (size_t i = 1; i < small.size(); ++i) CHECK(small[i] != small[i - 1]);
+  void* medium = arena.allocate(5u << 20);
+  CHECK(arena.stats().bytes_reserved == (8u << 20));
+  CHECK_THROWS_AS(arena.allocate(2u << 20), OutOfMemoryError);
+  for (void* block : small) arena.deallocate(block, 64u << 10);
+  arena.deallocate(medium, 5u << 20);
+  arena.deallocate(rest, 2u << 20);
+  CHECK(arena.stats().bytes_in_use == 0);
+}
+
 TEST_CASE("cuda arena: a pointer it did not hand out, or a second free, is an error", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   cuda::CachingArena arena(0, {});
