@@ -386,6 +386,10 @@ void EncoderDecoderModel::grow_memory_pool(EncoderDecoderState& state, int64_t s
   state.drop_graphs();
 }
 
+void EncoderDecoderModel::release_cached(DecoderState& state) const {
+  static_cast<EncoderDecoderState&>(state).drop_graphs();
+}
+
 bool EncoderDecoderModel::use_graphs() const {
   return options_.cuda_graphs && options_.fused_output && ops::DeviceGraph::supported(options_.device) &&
          !Profiler::instance().enabled();

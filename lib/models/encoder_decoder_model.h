@@ -51,6 +51,7 @@ class EncoderDecoderModel : public StepModel {
   std::unique_ptr<DecoderState> start() override;
   void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& sources) override;
   void reserve(DecoderState& state, const DecoderReservation& reservation) const override;
+  void release_cached(DecoderState& state) const override;
   Tensor step(DecoderState& state, const std::vector<int32_t>& input_ids) override;
   void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids, const CandidateRequest& request,
                        StepCandidates& candidates) override;

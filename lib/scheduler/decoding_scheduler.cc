@@ -7,7 +7,7 @@
 namespace seqtrans {
 
 DecodingScheduler::DecodingScheduler(StepModel& model, const SearchOptions& search, const SchedulerOptions& options)
-    : options_(options), session_(model, search) {
+    : options_(options), model_(model), session_(model, search) {
   SEQTRANS_CHECK(options.max_sentences >= 1 && options.max_tokens >= 1 && options.min_join >= 1,
                  "scheduler: the sentence and token budgets and min_join must be at least 1");
   // Naive batching keeps done sentences' rows until the whole batch is done: only a batch has an end.
@@ -63,6 +63,7 @@ void DecodingScheduler::lower_budget(size_t load, const OutOfMemoryError& error)
   if (load <= 1) throw error;
   options_.max_sentences = std::max<size_t>(1, std::min(options_.max_sentences, load) / 2);
   ++stats_.memory_retries;
+  model_.release_cached(session_.state());  // graphs of the larger row counts hold memory the retry needs
 }
 
 void DecodingScheduler::forget_in_flight(uint64_t id) {

@@ -79,6 +79,7 @@ class DecodingScheduler {
   void forget_in_flight(uint64_t id);
 
   SchedulerOptions options_;
+  StepModel& model_;
   SearchSession session_;
   std::deque<SessionSentence> waiting_;
   std::vector<std::pair<uint64_t, size_t>> in_flight_tokens_;  // (id, source length) of sentences in flight

@@ -98,6 +98,9 @@ class StepModel {
   // Sizes the state's pools up front, so that a run within these bounds never moves them (a move costs
   // the recorded step graphs). Optional: pools also grow on demand.
   virtual void reserve(DecoderState& /*state*/, const DecoderReservation& /*reservation*/) const {}
+  // Gives back what the state holds only for speed (recorded step graphs and their temporaries): called
+  // when the device ran out of memory, before fewer sentences retry.
+  virtual void release_cached(DecoderState& /*state*/) const {}
   // A new state whose slot i decodes sources[i].
   std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources);
 

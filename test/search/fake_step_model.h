@@ -92,6 +92,8 @@ class FakeStepModel : public StepModel {
   // anything changes (0 = no limit).
   size_t slot_limit = 0;
   int out_of_memory_errors = 0;
+  mutable int release_calls = 0;  // release_cached: what a real model's graphs hold goes back before a retry
+  void release_cached(DecoderState& /*state*/) const override { ++release_calls; }
 
   // Slots computed by each step call, in call order.
   std::vector<std::vector<FakeSlotRecord>> steps;

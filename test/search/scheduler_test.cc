@@ -210,6 +210,7 @@ TEST_CASE("scheduler: out of memory halves the budget and restarts sentences, wi
     CAPTURE(batching == Batching::Iteration);
     CHECK(model.out_of_memory_errors > 0);
     CHECK(scheduler.stats().memory_retries == static_cast<size_t>(model.out_of_memory_errors));
+    CHECK(model.release_calls == model.out_of_memory_errors);
     // 8 -> 4 -> 2 sentences (3 rows each): at most two halvings before everything fits.
     CHECK(scheduler.max_sentences() >= 2);
     CHECK(scheduler.max_sentences() <= 3);
