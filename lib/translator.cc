@@ -84,28 +84,16 @@ void Translator::start_decoding() {
   scheduling.batching = options_.batching_mode;
   scheduling.max_sentences = options_.batching.max_batch_size;
   scheduling.max_tokens = options_.batching.max_batch_tokens;
+  scheduling.min_join = options_.min_join > 0 ? options_.min_join : std::max<size_t>(1, scheduling.max_sentences / 2);
+  scheduler_ = std::make_unique<DecodingScheduler>(*model_, options_.search, scheduling);
   // The pools' rows are sized for the budget now, so that steps never move them (and graphs are recorded
   // once per bucket). Their positions grow with the longest source and output met: reserving the longest
   // allowed would hold memory most inputs never use. A device with less free than the budget was fitted to
-  // (another process took some since) halves the sentences until the reservation fits, as a step would.
-  for (;;) {
-    scheduling.min_join =
-        options_.min_join > 0 ? options_.min_join : std::max<size_t>(1, scheduling.max_sentences / 2);
-    scheduler_ = std::make_unique<DecodingScheduler>(*model_, options_.search, scheduling);
-    DecoderReservation reservation;
-    reservation.sentences = static_cast<int64_t>(scheduling.max_sentences);
-    reservation.slots = reservation.sentences * slots_per_sentence(options_.search);
-    try {
-      model_->reserve(scheduler_->state(), reservation);  // through the scheduler's state
-      return;
-    } catch (const OutOfMemoryError&) {
-      if (scheduling.max_sentences <= 1) throw;
-      scheduler_.reset();
-      notes_.push_back(fmt::format("note: out of device memory reserving for {} sentences: at most {} in flight",
-                                   scheduling.max_sentences, scheduling.max_sentences / 2));
-      scheduling.max_sentences /= 2;
-    }
-  }
+  // (another process took some since) halves the sentences until the reservation fits.
+  scheduler_->reserve_pools();
+  if (scheduler_->max_sentences() < scheduling.max_sentences)
+    notes_.push_back(fmt::format("note: out of device memory reserving for {} sentences: at most {} in flight",
+                                 scheduling.max_sentences, scheduler_->max_sentences()));
 }
 
 void Translator::set_search(const SearchOptions& search, const OpenSettings& open) {

@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "search/search.h"
 
 namespace seqtrans {
 
 DecodingScheduler::DecodingScheduler(StepModel& model, const SearchOptions& search, const SchedulerOptions& options)
-    : options_(options), model_(model), session_(model, search) {
+    : options_(options), model_(model), slots_per_sentence_(slots_per_sentence(search)), session_(model, search) {
   SEQTRANS_CHECK(options.max_sentences >= 1 && options.max_tokens >= 1 && options.min_join >= 1,
                  "scheduler: the sentence and token budgets and min_join must be at least 1");
   // Naive batching keeps done sentences' rows until the whole batch is done: only a batch has an end.
@@ -61,9 +62,35 @@ std::vector<SessionSentence> DecodingScheduler::next_wave() {
 
 void DecodingScheduler::lower_budget(size_t load, const OutOfMemoryError& error) {
   if (load <= 1) throw error;
+  const size_t before = options_.max_sentences;
   options_.max_sentences = std::max<size_t>(1, std::min(options_.max_sentences, load) / 2);
+  // The joining threshold shrinks with the budget, or a wave could wait for more rows than there are.
+  options_.min_join = std::max<size_t>(1, options_.min_join * options_.max_sentences / before);
   ++stats_.memory_retries;
   model_.release_cached(session_.state());  // graphs of the larger row counts hold memory the retry needs
+}
+
+void DecodingScheduler::reserve_pools() {
+  for (;;) {
+    DecoderReservation reservation;
+    reservation.sentences = static_cast<int64_t>(options_.max_sentences);
+    reservation.slots = reservation.sentences * slots_per_sentence_;
+    try {
+      session_.reserve(reservation);
+      reserved_sentences_ = options_.max_sentences;
+      return;
+    } catch (const OutOfMemoryError& error) {
+      lower_budget(options_.max_sentences, error);
+      session_.reset_state();  // what the failed reservation took goes back
+    }
+  }
+}
+
+void DecodingScheduler::requeue(std::vector<SessionSentence> sentences) {
+  for (auto it = sentences.rbegin(); it != sentences.rend(); ++it) {
+    forget_in_flight(it->id);
+    waiting_.push_front(std::move(*it));
+  }
 }
 
 void DecodingScheduler::forget_in_flight(uint64_t id) {
@@ -95,12 +122,19 @@ void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
   } catch (const OutOfMemoryError& error) {
     const size_t in_flight = session_.active_sentences();
     lower_budget(in_flight, error);
-    std::vector<SessionSentence> evicted = session_.evict_newest(in_flight - options_.max_sentences);
-    if (evicted.empty()) throw;
-    for (auto it = evicted.rbegin(); it != evicted.rend(); ++it) {
-      forget_in_flight(it->id);
-      waiting_.push_front(std::move(*it));
+    if (reserved_sentences_ >= 2 * options_.max_sentences) {
+      // Pools reserved for twice the budget or more hold memory the retry needs, and they grow by their
+      // reserved rows: every sentence restarts over pools reserved for the lowered budget.
+      requeue(session_.evict_newest(in_flight));
+      if (session_.active_slots() == 0) {
+        session_.reset_state();
+        reserve_pools();
+        return;
+      }
     }
+    std::vector<SessionSentence> evicted = session_.evict_newest(in_flight - options_.max_sentences);
+    if (evicted.empty() && session_.active_sentences() == in_flight) throw;
+    requeue(std::move(evicted));
     return;
   }
   stats_.slot_steps += static_cast<size_t>(slots);

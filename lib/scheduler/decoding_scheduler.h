@@ -62,6 +62,9 @@ class DecodingScheduler {
   void iterate(std::vector<FinishedSentence>& finished);
   // The sentence budget in effect: the options', or less after running out of memory.
   size_t max_sentences() const { return options_.max_sentences; }
+  // Sizes the model's pools for the sentence budget (StepModel::reserve), halving the budget until they fit
+  // in the device's memory; only one sentence's pools not fitting is an error. Steps then never move them.
+  void reserve_pools();
 
   bool idle() const { return waiting_.empty() && session_.active_sentences() == 0; }
   size_t waiting() const { return waiting_.size(); }
@@ -77,9 +80,13 @@ class DecodingScheduler {
   // Halves the sentence budget from `load` sentences (at least 1); rethrows when `load` was one.
   void lower_budget(size_t load, const OutOfMemoryError& error);
   void forget_in_flight(uint64_t id);
+  // Sends sentences back to the front of the queue, in their order.
+  void requeue(std::vector<SessionSentence> sentences);
 
   SchedulerOptions options_;
   StepModel& model_;
+  int64_t slots_per_sentence_;
+  size_t reserved_sentences_ = 0;  // the budget the pools were reserved for (0: not reserved, they grow)
   SearchSession session_;
   std::deque<SessionSentence> waiting_;
   std::vector<std::pair<uint64_t, size_t>> in_flight_tokens_;  // (id, source length) of sentences in flight

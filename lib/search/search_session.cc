@@ -145,6 +145,12 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
   times_.search += seconds_between(stepped, Clock::now());
 }
 
+void SearchSession::reset_state() {
+  SEQTRANS_CHECK(active_.empty(), "search session: the state is reset with {} sentences in it", active_.size());
+  state_.reset();  // the old pools go back before the new state takes any
+  state_ = model_.start();
+}
+
 std::vector<SessionSentence> SearchSession::evict_newest(size_t count) {
   // Sentences sit in slot order, newest last; parked ones (naive batching) are done and stay.
   size_t keep = active_.size();

@@ -64,6 +64,8 @@ class SearchSession {
   // their rows, and returns them as they were handed in: added again, they search from the start and get
   // the same result (sampling streams are keyed by sentence). Recovery from running out of memory.
   std::vector<SessionSentence> evict_newest(size_t count);
+  // Replaces the decoder state with a fresh one, giving its pools back: only with no sentence in it.
+  void reset_state();
 
   size_t active_sentences() const { return running_; }
   // Decoder rows the next step computes.

@@ -56,6 +56,10 @@ class FakeStepModel : public StepModel {
     SEQTRANS_CHECK(input_ids.size() == state.entries.size(), "fake step: {} ids for {} slots", input_ids.size(),
                    state.entries.size());
     check_memory(state.entries.size());
+    if (reserved_slot_limit > 0 && state.reserved_slots > reserved_slot_limit) {
+      ++out_of_memory_errors;
+      throw OutOfMemoryError(fmt::format("fake model: pools reserved for {} slots leave no room", state.reserved_slots));
+    }
     std::vector<float> values;  // [slots, vocab]
     std::vector<FakeSlotRecord> record;
     for (size_t i = 0; i < input_ids.size(); ++i) {
@@ -91,7 +95,20 @@ class FakeStepModel : public StepModel {
   // Simulated device memory: admitting or stepping more slots than this throws OutOfMemoryError, before
   // anything changes (0 = no limit).
   size_t slot_limit = 0;
-  int out_of_memory_errors = 0;
+  // Pools reserved for more than this many slots leave no room for steps (as reserved rows do on a GPU):
+  // every step fails until the state is reserved smaller (0 = no limit). Reserving more than slot_limit
+  // fails as well.
+  size_t reserved_slot_limit = 0;
+  mutable int out_of_memory_errors = 0;
+  mutable std::vector<int64_t> reservations;  // slots of each reserve call that succeeded
+  void reserve(DecoderState& decoder_state, const DecoderReservation& reservation) const override {
+    if (slot_limit > 0 && static_cast<size_t>(reservation.slots) > slot_limit) {
+      ++out_of_memory_errors;
+      throw OutOfMemoryError(fmt::format("fake model: {} reserved slots do not fit in {}", reservation.slots, slot_limit));
+    }
+    dynamic_cast<State&>(decoder_state).reserved_slots = static_cast<size_t>(reservation.slots);
+    reservations.push_back(reservation.slots);
+  }
   mutable int release_calls = 0;  // release_cached: what a real model's graphs hold goes back before a retry
   void release_cached(DecoderState& /*state*/) const override { ++release_calls; }
 
@@ -111,7 +128,7 @@ class FakeStepModel : public StepModel {
   }
 
  private:
-  void check_memory(size_t slots) {
+  void check_memory(size_t slots) const {
     if (slot_limit == 0 || slots <= slot_limit) return;
     ++out_of_memory_errors;
     throw OutOfMemoryError(fmt::format("fake model: {} slots do not fit in {}", slots, slot_limit));
@@ -125,6 +142,7 @@ class FakeStepModel : public StepModel {
   struct State : DecoderState {
     std::vector<Slot> entries;  // one per slot
     size_t next_sentence = 0;
+    size_t reserved_slots = 0;
     int64_t slots() const override { return static_cast<int64_t>(entries.size()); }
   };
 
