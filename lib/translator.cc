@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <future>
 #include <optional>
@@ -56,13 +57,21 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
     if (!fitted.note.empty()) notes_.push_back(std::move(fitted.note));
   }
   ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, reservation_inputs),
-                         options_.max_gpu_memory);
+                         arena_limit_bytes(options_.max_gpu_memory));
   tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
   worker_ = std::make_unique<WorkerThread>();
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
   start_decoding();
+}
+
+// The arena's cap: --max-gpu-memory, or SEQTRANS_TEST_ARENA_LIMIT_MIB, a test hook that caps the arena
+// without fitting the budget under it, so that a run meets the cap in flight (the GPU e2e test of halving).
+size_t Translator::arena_limit_bytes(size_t max_gpu_memory) {
+  const char* test_limit = std::getenv("SEQTRANS_TEST_ARENA_LIMIT_MIB");
+  if (test_limit == nullptr || *test_limit == '\0') return max_gpu_memory;
+  return static_cast<size_t>(std::strtoull(test_limit, nullptr, 10)) << 20;
 }
 
 void Translator::resolve_search(const SearchOptions& search, const OpenSettings& open) {

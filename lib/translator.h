@@ -131,6 +131,7 @@ class Translator {
  private:
   // Applies the model file's defaults to the open settings of `search`, checks the result and keeps it.
   void resolve_search(const SearchOptions& search, const OpenSettings& open);
+  static size_t arena_limit_bytes(size_t max_gpu_memory);
   // A new running decode (scheduler, pools) for the current search settings.
   void start_decoding();
   Translation blank_translation() const;

@@ -119,3 +119,25 @@ TEST_CASE("--max-gpu-memory fits the budget under the cap and keeps the lines", 
               << "\n";
   }
 }
+
+// A cap the budget was not fitted under (the test hook SEQTRANS_TEST_ARENA_LIMIT_MIB), as when another
+// process takes memory after the fit: the run halves its sentences (reserving, or in flight), says so, and
+// loses no line.
+TEST_CASE("a device that runs out of memory halves the sentences and keeps the lines",
+          "[gpu][e2e][batching]") {
+  REQUIRE_GPU_OR_SKIP();
+  const std::string input = golden_input(120);
+  const std::vector<std::string> gpu = {"--device", "cuda", "--precision", "fp32"};
+  const std::string expected = translate(gpu, {}, input);
+  std::vector<std::string> arguments = {"/usr/bin/env", "SEQTRANS_TEST_ARENA_LIMIT_MIB=96", seqtrans_binary(),
+                                        "translate", "-m", converted_tiny_model(), "--max-length", "60",
+                                        "--max-batch-size", "1000", "--max-batch-tokens", "100000"};
+  arguments.insert(arguments.end(), gpu.begin(), gpu.end());
+  const ProcessResult result = run_process(arguments, input, 300);
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.err.find("out of device memory") != std::string::npos);
+  CHECK(result.err.find("at most") != std::string::npos);
+  std::cout << "out of memory in flight: " << result.err << "\n";
+  CHECK(result.out == expected);
+}
