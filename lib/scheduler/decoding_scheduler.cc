@@ -86,6 +86,15 @@ void DecodingScheduler::reserve_pools() {
   }
 }
 
+bool DecodingScheduler::restart_over_smaller_pools() {
+  if (reserved_sentences_ < 2 * options_.max_sentences) return false;
+  requeue(session_.evict_newest(session_.active_sentences()));
+  if (session_.active_slots() != 0) return false;  // parked sentences (naive batching) keep the state
+  session_.reset_state();
+  reserve_pools();
+  return true;
+}
+
 void DecodingScheduler::requeue(std::vector<SessionSentence> sentences) {
   for (auto it = sentences.rbegin(); it != sentences.rend(); ++it) {
     forget_in_flight(it->id);
@@ -108,6 +117,7 @@ void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
     } catch (const OutOfMemoryError& error) {
       lower_budget(in_flight + wave.size(), error);
       for (auto it = wave.rbegin(); it != wave.rend(); ++it) waiting_.push_front(std::move(*it));
+      restart_over_smaller_pools();
       return;
     }
     for (const SessionSentence& sentence : wave) in_flight_tokens_.emplace_back(sentence.id, sentence.source.size());
@@ -122,16 +132,7 @@ void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
   } catch (const OutOfMemoryError& error) {
     const size_t in_flight = session_.active_sentences();
     lower_budget(in_flight, error);
-    if (reserved_sentences_ >= 2 * options_.max_sentences) {
-      // Pools reserved for twice the budget or more hold memory the retry needs, and they grow by their
-      // reserved rows: every sentence restarts over pools reserved for the lowered budget.
-      requeue(session_.evict_newest(in_flight));
-      if (session_.active_slots() == 0) {
-        session_.reset_state();
-        reserve_pools();
-        return;
-      }
-    }
+    if (restart_over_smaller_pools()) return;
     std::vector<SessionSentence> evicted = session_.evict_newest(in_flight - options_.max_sentences);
     if (evicted.empty() && session_.active_sentences() == in_flight) throw;
     requeue(std::move(evicted));

@@ -80,6 +80,11 @@ class DecodingScheduler {
   // Halves the sentence budget from `load` sentences (at least 1); rethrows when `load` was one.
   void lower_budget(size_t load, const OutOfMemoryError& error);
   void forget_in_flight(uint64_t id);
+  // After the budget was lowered: pools reserved for twice the budget or more hold memory the retry needs,
+  // and grow by their reserved rows (a longer source regrows every reserved row), so fewer sentences alone
+  // would free nothing. Every sentence in flight then restarts over pools reserved for the lowered budget.
+  // Returns whether it did.
+  bool restart_over_smaller_pools();
   // Sends sentences back to the front of the queue, in their order.
   void requeue(std::vector<SessionSentence> sentences);
 

@@ -46,6 +46,7 @@ class FakeStepModel : public StepModel {
   void admit(DecoderState& decoder_state, const std::vector<std::vector<int32_t>>& sources) override {
     auto& state = dynamic_cast<State&>(decoder_state);
     check_memory(state.entries.size() + sources.size());
+    if (reserved_limit_on_admit) check_reserved(state);
     ++encode_calls;
     admitted.push_back(sources.size());
     for (const auto& source : sources) state.entries.push_back(Slot{state.next_sentence++, source, {}});
@@ -56,10 +57,7 @@ class FakeStepModel : public StepModel {
     SEQTRANS_CHECK(input_ids.size() == state.entries.size(), "fake step: {} ids for {} slots", input_ids.size(),
                    state.entries.size());
     check_memory(state.entries.size());
-    if (reserved_slot_limit > 0 && state.reserved_slots > reserved_slot_limit) {
-      ++out_of_memory_errors;
-      throw OutOfMemoryError(fmt::format("fake model: pools reserved for {} slots leave no room", state.reserved_slots));
-    }
+    if (reserved_limit_on_step) check_reserved(state);
     std::vector<float> values;  // [slots, vocab]
     std::vector<FakeSlotRecord> record;
     for (size_t i = 0; i < input_ids.size(); ++i) {
@@ -99,6 +97,8 @@ class FakeStepModel : public StepModel {
   // every step fails until the state is reserved smaller (0 = no limit). Reserving more than slot_limit
   // fails as well.
   size_t reserved_slot_limit = 0;
+  bool reserved_limit_on_admit = true;  // where the limit bites: a wave's encoder, a decoder step
+  bool reserved_limit_on_step = true;
   mutable int out_of_memory_errors = 0;
   mutable std::vector<int64_t> reservations;  // slots of each reserve call that succeeded
   void reserve(DecoderState& decoder_state, const DecoderReservation& reservation) const override {
@@ -128,6 +128,12 @@ class FakeStepModel : public StepModel {
   }
 
  private:
+  template <typename State>
+  void check_reserved(const State& state) const {
+    if (reserved_slot_limit == 0 || state.reserved_slots <= reserved_slot_limit) return;
+    ++out_of_memory_errors;
+    throw OutOfMemoryError(fmt::format("fake model: pools reserved for {} slots leave no room", state.reserved_slots));
+  }
   void check_memory(size_t slots) const {
     if (slot_limit == 0 || slots <= slot_limit) return;
     ++out_of_memory_errors;

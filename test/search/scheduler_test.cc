@@ -218,37 +218,42 @@ TEST_CASE("scheduler: out of memory halves the budget and restarts sentences, wi
   }
 }
 
-TEST_CASE("scheduler: pools too large to reserve, or to step beside, are reserved for a halved budget",
+TEST_CASE("scheduler: pools too large to reserve, or to admit or step beside, are reserved for a halved budget",
           "[search][scheduler]") {
   const auto all = sources(16);
-  SearchOptions search;
-  search.beam_size = 3;
-  search.max_length_a = 9;
-  SchedulerOptions scheduling;
-  scheduling.max_sentences = 8;  // 24 slots
-  scheduling.max_tokens = 1000;
-  scheduling.min_join = 4;
-  FakeStepModel model = hash_model();
-  model.slot_limit = 20;           // 24 reserved slots do not fit: halved to 4 sentences at the start
-  model.reserved_slot_limit = 6;   // and pools for more than 2 sentences leave steps no room
-  DecodingScheduler scheduler(model, search, scheduling);
-  scheduler.reserve_pools();
-  CHECK(scheduler.max_sentences() == 4);
-  CHECK(model.reservations == std::vector<int64_t>{12});
-  for (size_t i = 0; i < all.size(); ++i) scheduler.submit(SessionSentence{i, all[i], i});
-  Observation seen;
-  std::vector<FinishedSentence> finished;
-  while (!scheduler.idle()) {
-    finished.clear();
-    scheduler.iterate(finished);
-    REQUIRE(++seen.iterations < 10000);
-    for (FinishedSentence& sentence : finished) seen.results[sentence.id] = std::move(sentence.result);
+  for (const bool on_admit : {true, false}) {
+    CAPTURE(on_admit);
+    SearchOptions search;
+    search.beam_size = 3;
+    search.max_length_a = 9;
+    SchedulerOptions scheduling;
+    scheduling.max_sentences = 8;  // 24 slots
+    scheduling.max_tokens = 1000;
+    scheduling.min_join = 4;
+    FakeStepModel model = hash_model();
+    model.slot_limit = 20;          // 24 reserved slots do not fit: halved to 4 sentences at the start
+    model.reserved_slot_limit = 6;  // and pools for more than 2 sentences leave a wave or a step no room
+    model.reserved_limit_on_admit = on_admit;
+    model.reserved_limit_on_step = !on_admit;
+    DecodingScheduler scheduler(model, search, scheduling);
+    scheduler.reserve_pools();
+    CHECK(scheduler.max_sentences() == 4);
+    CHECK(model.reservations == std::vector<int64_t>{12});
+    for (size_t i = 0; i < all.size(); ++i) scheduler.submit(SessionSentence{i, all[i], i});
+    Observation seen;
+    std::vector<FinishedSentence> finished;
+    while (!scheduler.idle()) {
+      finished.clear();
+      scheduler.iterate(finished);
+      REQUIRE(++seen.iterations < 10000);
+      for (FinishedSentence& sentence : finished) seen.results[sentence.id] = std::move(sentence.result);
+    }
+    // The first wave or step fails beside pools for 4 sentences: all restart over pools for 2, which fit.
+    CHECK(model.reservations == std::vector<int64_t>{12, 6});
+    CHECK(scheduler.max_sentences() == 2);
+    CHECK(scheduler.stats().memory_retries == 2);
+    check_alone_results(seen, search, all);
   }
-  // The first step fails beside pools for 4 sentences: all restart over pools for 2, and then fit.
-  CHECK(model.reservations == std::vector<int64_t>{12, 6});
-  CHECK(scheduler.max_sentences() == 2);
-  CHECK(scheduler.stats().memory_retries == 2);
-  check_alone_results(seen, search, all);
 }
 
 TEST_CASE("scheduler: one sentence that does not fit alone is an error", "[search][scheduler]") {
