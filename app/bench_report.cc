@@ -22,16 +22,17 @@ void print_run_lines(std::ostream& out, const bench::RunDescription& run) {
                      run.repetitions.runs, run.repetitions.warmup);
   if (run.hardware.known())
     out << fmt::format("floor: peaks {:.4g} TFLOP/s and {:.4g} GB/s ({}); x of floor = measured / max(FLOPs / peak, "
-                       "bytes / bandwidth)\n",
+                       "bytes / bandwidth); GB/s = the bytes the run must move over its measured time\n",
                        run.hardware.flops_per_second / 1e12, run.hardware.bytes_per_second / 1e9, run.hardware_source);
   else
     out << "floor: n/a (" << run.hardware_source << ")\n";
 }
 
-// Floor columns: "n/a" without peak rates.
+// Floor columns: the bandwidth reached, then "n/a" without peak rates.
 std::vector<std::string> floor_cells(const bench::Floor& floor, double measured, bool known) {
-  if (!known) return {"n/a", "n/a", "n/a"};
-  return {milliseconds(floor.seconds()), floor.bound(), fmt::format("{:.1f}", measured / floor.seconds())};
+  const std::string achieved = fmt::format("{:.0f}", floor.achieved_bytes_per_second(measured) / 1e9);
+  if (!known) return {achieved, "n/a", "n/a", "n/a"};
+  return {achieved, milliseconds(floor.seconds()), floor.bound(), fmt::format("{:.1f}", measured / floor.seconds())};
 }
 
 void print_profile_table(std::ostream& out, const std::vector<std::string>& labels,
@@ -74,7 +75,7 @@ void print_synthetic_report(std::ostream& out, const bench::RunDescription& run,
 
   TextTable table;
   for (const char* header : {"beam", "batch", "src", "tgt", "median ms", "min ms", "gen tok/s", "sent/s", "ms/step",
-                             "peak MiB", "floor ms", "bound", "x of floor"})
+                             "peak MiB", "GB/s", "floor ms", "bound", "x of floor"})
     table.add_column(header);
   for (const bench::SyntheticResult& result : report.results) {
     const bench::GridPoint& point = result.point;
@@ -174,7 +175,9 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
     const bench::Floor& floor = result.floor;
     line("floor", fmt::format("{:.3f} s ({}-bound; {:.1f} GFLOP, {:.2f} GB), a lower bound from the totals",
                               floor.seconds(), floor.bound(), floor.cost.flops / 1e9, floor.cost.bytes / 1e9));
-    line("x of floor", fmt::format("{:.1f}", result.median_run.seconds / floor.seconds()));
+    line("x of floor", fmt::format("{:.1f} ({:.0f} GB/s reached, of {:.0f})", result.median_run.seconds / floor.seconds(),
+                                   floor.achieved_bytes_per_second(result.median_run.seconds) / 1e9,
+                                   run.hardware.bytes_per_second / 1e9));
   } else {
     line("floor", "n/a");
   }

@@ -62,6 +62,9 @@ struct Floor {
   double seconds() const { return flop_seconds > byte_seconds ? flop_seconds : byte_seconds; }
   // Which term sets the floor.
   const char* bound() const { return flop_seconds > byte_seconds ? "flops" : "bytes"; }
+  // The bandwidth a run of `measured` seconds reached: the bytes it must move over its time. Next to the
+  // peak it says how far a small, memory-bound step is from streaming its weights at full speed.
+  double achieved_bytes_per_second(double measured) const { return measured > 0 ? cost.bytes / measured : 0; }
 };
 Floor make_floor(const Cost& cost, const Hardware& hardware);
 

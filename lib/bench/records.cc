@@ -15,6 +15,7 @@ void add_floor(Row& row, const Floor& floor, double measured_seconds, bool known
   row.push_back({"floor_s", optional_number(known, floor.seconds())});
   row.push_back({"floor_bound", known ? Cell(std::string(floor.bound())) : Cell()});
   row.push_back({"x_of_floor", optional_number(known && floor.seconds() > 0, measured_seconds / floor.seconds())});
+  row.push_back({"achieved_gbyte_per_s", floor.achieved_bytes_per_second(measured_seconds) / 1e9});
 }
 
 void add_memory(Row& row, const PeakMemory& memory) {

@@ -2,6 +2,7 @@
 // (never a speed assertion: benchmarks are not tests).
 #include "bench/synthetic.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -97,6 +98,12 @@ TEST_CASE("bench synthetic: rows share one schema, so the CSV and JSON writers t
   std::ostringstream json;
   write_json(json, run, report.config, rows, {});
   CHECK(json.str().find("\"x_of_floor\": null") != std::string::npos);  // no peaks: no floor
+  // The bandwidth reached needs no peaks: the bytes the run moves over its time.
+  const auto achieved = std::find_if(rows.front().begin(), rows.front().end(),
+                                     [](const Field& field) { return field.name == "achieved_gbyte_per_s"; });
+  REQUIRE(achieved != rows.front().end());
+  const double gbytes = std::get<double>(achieved->value);
+  CHECK(gbytes > 0);
   CHECK(json.str().find("\"parameters\": ") != std::string::npos);
 }
 
