@@ -46,7 +46,7 @@ class FakeStepModel : public StepModel {
   void admit(DecoderState& decoder_state, const std::vector<std::vector<int32_t>>& sources) override {
     auto& state = dynamic_cast<State&>(decoder_state);
     check_memory(state.entries.size() + sources.size());
-    if (reserved_limit_on_admit) check_reserved(state);
+    if (reserved_limit_on_admit) check_reserved(state.reserved_slots);
     ++encode_calls;
     admitted.push_back(sources.size());
     for (const auto& source : sources) state.entries.push_back(Slot{state.next_sentence++, source, {}});
@@ -57,7 +57,7 @@ class FakeStepModel : public StepModel {
     SEQTRANS_CHECK(input_ids.size() == state.entries.size(), "fake step: {} ids for {} slots", input_ids.size(),
                    state.entries.size());
     check_memory(state.entries.size());
-    if (reserved_limit_on_step) check_reserved(state);
+    if (reserved_limit_on_step) check_reserved(state.reserved_slots);
     std::vector<float> values;  // [slots, vocab]
     std::vector<FakeSlotRecord> record;
     for (size_t i = 0; i < input_ids.size(); ++i) {
@@ -128,11 +128,10 @@ class FakeStepModel : public StepModel {
   }
 
  private:
-  template <typename State>
-  void check_reserved(const State& state) const {
-    if (reserved_slot_limit == 0 || state.reserved_slots <= reserved_slot_limit) return;
+  void check_reserved(size_t reserved_slots) const {
+    if (reserved_slot_limit == 0 || reserved_slots <= reserved_slot_limit) return;
     ++out_of_memory_errors;
-    throw OutOfMemoryError(fmt::format("fake model: pools reserved for {} slots leave no room", state.reserved_slots));
+    throw OutOfMemoryError(fmt::format("fake model: pools reserved for {} slots leave no room", reserved_slots));
   }
   void check_memory(size_t slots) const {
     if (slot_limit == 0 || slots <= slot_limit) return;
