@@ -106,15 +106,17 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
   const Clock::time_point stepped = Clock::now();
   times_.model_step += seconds_between(start, stepped);
 
-  std::vector<int32_t> sources;  // [next slots] the slot each continues
-  std::vector<Active> kept;
-  std::vector<int32_t> continuing;
+  // Sentences that stay are compacted in place, in order; `sources` and `continuing` keep their capacity.
+  std::vector<int32_t>& sources = sources_;  // [next slots] the slot each continues
+  std::vector<int32_t>& continuing = continuing_;
+  sources.clear();
+  size_t kept = 0;
   for (Active& active : active_) {
     const int32_t first = active.first_slot;
     active.first_slot = static_cast<int32_t>(sources.size());
     if (!active.search) {  // parked (naive batching): its slots stay until the whole batch is done
       for (size_t i = 0; i < active.parked_inputs.size(); ++i) sources.push_back(first + static_cast<int32_t>(i));
-      kept.push_back(std::move(active));
+      keep(active, kept);
       continue;
     }
     outputs.first_slot = first;
@@ -129,20 +131,25 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
       active.search.reset();
       active.parked_inputs.assign(parked, model_.eos_id());
       for (size_t i = 0; i < parked; ++i) sources.push_back(first + static_cast<int32_t>(i % slots_before));
-      kept.push_back(std::move(active));
+      keep(active, kept);
       continue;
     }
     for (int32_t index : continuing) sources.push_back(first + index);
-    kept.push_back(std::move(active));
+    keep(active, kept);
   }
+  active_.resize(kept);
   // Once every sentence is done, the parked ones leave too.
   if (running_ == 0) {
-    kept.clear();
+    active_.clear();
     sources.clear();
   }
-  active_ = std::move(kept);
   if (!is_identity_selection(sources, state_->slots())) model_.select(*state_, sources);
   times_.search += seconds_between(stepped, Clock::now());
+}
+
+void SearchSession::keep(Active& active, size_t& kept) {
+  if (&active_[kept] != &active) active_[kept] = std::move(active);
+  ++kept;
 }
 
 void SearchSession::reset_state() {

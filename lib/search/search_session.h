@@ -85,6 +85,8 @@ class SearchSession {
   };
   // Runs the model over the current slots and returns what each sentence reads.
   SlotOutputs run_step(StepCandidates& candidates, StepSamples& samples);
+  // Moves `active` (an entry of active_ at or after index `kept`) to index `kept`, and counts it.
+  void keep(Active& active, size_t& kept);
 
   StepModel& model_;
   SearchOptions options_;
@@ -93,6 +95,7 @@ class SearchSession {
   RepetitionRequest repetitions_;   // the repetition settings, without histories
   std::unique_ptr<DecoderState> state_;
   std::vector<Active> active_;  // in slot order
+  std::vector<int32_t> sources_, continuing_;  // a step's scratch, kept for its capacity
   size_t running_ = 0;          // active sentences whose search is not done
   SessionTimes times_;
 };
