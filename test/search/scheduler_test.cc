@@ -46,6 +46,23 @@ struct Observation {
   size_t iterations = 0;
 };
 
+// Submits `all` and iterates until idle: each sentence's result, finished once.
+Observation drain(DecodingScheduler& scheduler, const std::vector<std::vector<int32_t>>& all) {
+  for (size_t i = 0; i < all.size(); ++i) scheduler.submit(SessionSentence{i, all[i], i});
+  Observation seen;
+  std::vector<FinishedSentence> finished;
+  while (!scheduler.idle()) {
+    finished.clear();
+    scheduler.iterate(finished);
+    REQUIRE(++seen.iterations < 10000);
+    for (FinishedSentence& sentence : finished) {
+      REQUIRE(seen.results.count(sentence.id) == 0);
+      seen.results[sentence.id] = std::move(sentence.result);
+    }
+  }
+  return seen;
+}
+
 Observation run(FakeStepModel& model, const SearchOptions& search, const SchedulerOptions& scheduling,
                 const std::vector<std::vector<int32_t>>& all) {
   DecodingScheduler scheduler(model, search, scheduling);
@@ -195,18 +212,7 @@ TEST_CASE("scheduler: out of memory halves the budget and restarts sentences, wi
     FakeStepModel model = hash_model();
     model.slot_limit = 10;
     DecodingScheduler scheduler(model, search, scheduling);
-    for (size_t i = 0; i < all.size(); ++i) scheduler.submit(SessionSentence{i, all[i], i});
-    Observation seen;
-    std::vector<FinishedSentence> finished;
-    while (!scheduler.idle()) {
-      finished.clear();
-      scheduler.iterate(finished);
-      REQUIRE(++seen.iterations < 10000);
-      for (FinishedSentence& sentence : finished) {
-        REQUIRE(seen.results.count(sentence.id) == 0);
-        seen.results[sentence.id] = std::move(sentence.result);
-      }
-    }
+    const Observation seen = drain(scheduler, all);
     CAPTURE(batching == Batching::Iteration);
     CHECK(model.out_of_memory_errors > 0);
     CHECK(scheduler.stats().memory_retries == static_cast<size_t>(model.out_of_memory_errors));
@@ -239,15 +245,7 @@ TEST_CASE("scheduler: pools too large to reserve, or to admit or step beside, ar
     scheduler.reserve_pools();
     CHECK(scheduler.max_sentences() == 4);
     CHECK(model.reservations == std::vector<int64_t>{12});
-    for (size_t i = 0; i < all.size(); ++i) scheduler.submit(SessionSentence{i, all[i], i});
-    Observation seen;
-    std::vector<FinishedSentence> finished;
-    while (!scheduler.idle()) {
-      finished.clear();
-      scheduler.iterate(finished);
-      REQUIRE(++seen.iterations < 10000);
-      for (FinishedSentence& sentence : finished) seen.results[sentence.id] = std::move(sentence.result);
-    }
+    const Observation seen = drain(scheduler, all);
     // The first wave or step fails beside pools for 4 sentences: all restart over pools for 2, which fit.
     CHECK(model.reservations == std::vector<int64_t>{12, 6});
     CHECK(scheduler.max_sentences() == 2);
