@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/tensor.h"
 #include "cuda/runtime/check.h"
@@ -42,6 +43,23 @@ constexpr int kVectorWidth = 16 / sizeof(T);
 
 inline bool is_aligned(const void* pointer, size_t bytes) {
   return reinterpret_cast<uintptr_t>(pointer) % bytes == 0;
+}
+
+// Calls launch(Unit{}) with the widest copy unit (uint4, uint32_t, else uint16_t) that divides every size
+// in `bytes` and aligns every pointer: the byte-moving kernels (gathers, scatters, row copies) of any dtype.
+template <typename Launch>
+void launch_in_widest_unit(std::initializer_list<size_t> bytes, std::initializer_list<const void*> pointers,
+                           Launch&& launch) {
+  const auto fits = [&](size_t unit) {
+    return std::all_of(bytes.begin(), bytes.end(), [&](size_t size) { return size % unit == 0; }) &&
+           std::all_of(pointers.begin(), pointers.end(), [&](const void* pointer) { return is_aligned(pointer, unit); });
+  };
+  if (fits(16))
+    launch(uint4{});
+  else if (fits(4))
+    launch(uint32_t{});
+  else
+    launch(uint16_t{});
 }
 
 // ---- reductions ----

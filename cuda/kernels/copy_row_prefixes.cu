@@ -58,15 +58,9 @@ void copy_row_prefixes(const Tensor& src, const Tensor* index, const Tensor& len
   SEQTRANS_CHECK(lengths.dim(0) <= context().properties.maxGridSize[0], "{}: {} rows exceed the grid limit", op,
                  lengths.dim(0));
   const size_t position_bytes = src.bytes() / static_cast<size_t>(src.dim(0) * src.dim(1));
-  const auto fits = [&](size_t unit) {
-    return position_bytes % unit == 0 && is_aligned(src.raw(), unit) && is_aligned(dst.raw(), unit);
-  };
-  if (fits(16))
-    launch<uint4>(src, index, lengths, dst, position_bytes, stream);
-  else if (fits(4))
-    launch<uint32_t>(src, index, lengths, dst, position_bytes, stream);
-  else
-    launch<uint16_t>(src, index, lengths, dst, position_bytes, stream);
+  launch_in_widest_unit({position_bytes}, {src.raw(), dst.raw()}, [&](auto unit) {
+    launch<decltype(unit)>(src, index, lengths, dst, position_bytes, stream);
+  });
 }
 
 }  // namespace seqtrans::cuda

@@ -36,15 +36,9 @@ void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream
   if (indices.dim(0) == 0) return;
   const size_t row_bytes = rows == 0 ? 0 : x.bytes() / static_cast<size_t>(rows);
   if (row_bytes == 0) return;
-  const auto fits = [&](size_t unit) {
-    return row_bytes % unit == 0 && is_aligned(x.raw(), unit) && is_aligned(out.raw(), unit);
-  };
-  if (fits(16))
-    launch_gather_rows<uint4>(x, indices, out, row_bytes, stream);
-  else if (fits(4))
-    launch_gather_rows<uint32_t>(x, indices, out, row_bytes, stream);
-  else
-    launch_gather_rows<uint16_t>(x, indices, out, row_bytes, stream);
+  launch_in_widest_unit({row_bytes}, {x.raw(), out.raw()}, [&](auto unit) {
+    launch_gather_rows<decltype(unit)>(x, indices, out, row_bytes, stream);
+  });
 }
 
 }  // namespace seqtrans::cuda

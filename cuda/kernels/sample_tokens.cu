@@ -51,6 +51,13 @@ struct Selection {
   unsigned count;
 };
 
+// Top-p's last kept token in (key down, id up) order, and the weight kept through it.
+struct TopPCut {
+  uint32_t key;
+  int id;
+  Mass kept;
+};
+
 struct SampleShared {
   Mass histogram[kBins];
   unsigned counts[kBins];
@@ -60,7 +67,7 @@ struct SampleShared {
   int candidate_ids[kCandidates];
   Mass candidate_weights[kCandidates];
   unsigned candidate_count;
-  Selection cut;      // top-p's last kept token: key, kept weight up to it (above) and id (count)
+  TopPCut cut;
   Mass mass_scratch[32];
   float float_scratch[32];
   int drawn;
@@ -231,13 +238,13 @@ __device__ Mass find_top_p_cutoff(const SampleRow& row, int vocab, float top_p, 
           before += shared.candidate_weights[other];
       }
       const Mass through = before + shared.candidate_weights[c];
-      if (before < kept_mass && kept_mass <= through) shared.cut = {key, through, static_cast<unsigned>(id)};
+      if (before < kept_mass && kept_mass <= through) shared.cut = {key, id, through};
     }
     __syncthreads();
-    const Selection cut = shared.cut;
+    const TopPCut cut = shared.cut;
     filters.cutoff_key = cut.key;
-    filters.cutoff_id = static_cast<int>(cut.count);
-    return cut.above;
+    filters.cutoff_id = cut.id;
+    return cut.kept;
   }
 
   const Selection cut = select_by_mass(

@@ -38,16 +38,9 @@ void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst, cudaStre
   if (src.dim(0) == 0 || src.bytes() == 0 || dst.dim(0) == 0) return;
   const size_t src_row_bytes = src.bytes() / static_cast<size_t>(src.dim(0));
   const size_t dst_row_bytes = dst.bytes() / static_cast<size_t>(dst.dim(0));
-  const auto fits = [&](size_t unit) {
-    return src_row_bytes % unit == 0 && dst_row_bytes % unit == 0 && is_aligned(src.raw(), unit) &&
-           is_aligned(dst.raw(), unit);
-  };
-  if (fits(16))
-    launch_scatter_prefix<uint4>(src, rows, dst, src_row_bytes, dst_row_bytes, stream);
-  else if (fits(4))
-    launch_scatter_prefix<uint32_t>(src, rows, dst, src_row_bytes, dst_row_bytes, stream);
-  else
-    launch_scatter_prefix<uint16_t>(src, rows, dst, src_row_bytes, dst_row_bytes, stream);
+  launch_in_widest_unit({src_row_bytes, dst_row_bytes}, {src.raw(), dst.raw()}, [&](auto unit) {
+    launch_scatter_prefix<decltype(unit)>(src, rows, dst, src_row_bytes, dst_row_bytes, stream);
+  });
 }
 
 }  // namespace seqtrans::cuda
