@@ -15,8 +15,8 @@
 //   keys and values staged in shared memory (fp32, odd row stride), one key per lane, 4 queries per warp,
 //   online softmax per query (flash style).
 // Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
-// key_rows (AttentionOptions): rank 1 moves a query row's keys to batch row key_rows[b], read once per unit
-// (all kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key (decode kernels
+// key_rows (AttentionOptions): rank 1 moves a query row's keys to batch row key_rows[b] (and the rows after
+// it, with a key span), read once per unit (all kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key (decode kernels
 // only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the key (rank 2) or all
 // of the row's keys (rank 1): a kernel cannot throw.
 #include "cuda/kernels/common.cuh"
@@ -44,7 +44,7 @@ constexpr int kWarpDecodeMinBlocks = 8;
 
 struct AttentionArguments {
   int query_len;
-  int key_capacity;  // keys per row: keys.dim(1), or the width of a per-key table
+  int key_capacity;  // keys per row: keys.dim(1), the width of a per-key table, or the key span
   int key_block;     // positions per batch row of keys (keys.dim(1)): per-key key j sits at j % key_block
   int key_block_mask;  // key_block - 1 when it is a power of two (a mask replaces the division), else -1
   int key_batch;  // batch rows of keys and values (differs from the query's with key_rows)
@@ -52,6 +52,20 @@ struct AttentionArguments {
   int head_dim;
   float scale;
 };
+
+// A query row's keys when they are not per key: batch row key_rows[b] (rank 1) or b (none), and at most
+// as many keys as remain in keys from that row on (a key span runs on past its batch row); a row outside
+// keys' batch extent reads none.
+__device__ __forceinline__ int resolve_key_row(const int32_t* __restrict__ key_rows, int b,
+                                               const AttentionArguments& args, int& key_len) {
+  if (key_rows == nullptr) return b;
+  const int key_row = key_rows[b];
+  if (key_row < 0 || key_row >= args.key_batch)
+    key_len = 0;  // no key to read: a zero row
+  else
+    key_len = min(key_len, (args.key_batch - key_row) * args.key_block);
+  return key_row;
+}
 
 // Position of key j in its block.
 __device__ __forceinline__ int block_offset(int j, const AttentionArguments& args) {
@@ -77,11 +91,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
 
   const int t = blockIdx.x, head = blockIdx.y, b = blockIdx.z;
   int key_len = min(max(key_lengths[b], 0), args.key_capacity);
-  int key_row = b;
-  if (!kPerKey && key_rows != nullptr) {
-    key_row = key_rows[b];
-    if (key_row < 0 || key_row >= args.key_batch) key_len = 0;  // no key to read: a zero row
-  }
+  const int key_row = kPerKey ? b : resolve_key_row(key_rows, b, args, key_len);
   const int64_t query_offset = (static_cast<int64_t>(b) * args.query_len + t) * args.width +
                                static_cast<int64_t>(head) * args.head_dim;
   for (int c = threadIdx.x; c < args.head_dim; c += blockDim.x) query_row[c] = to_float(query[query_offset + c]);
@@ -90,7 +100,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   // Key j's head row starts at head_base + j * width, or (kPerKey) head_offset + key_index[j] * width.
   const int64_t head_offset = static_cast<int64_t>(head) * args.head_dim;
   const int64_t head_base = kPerKey ? head_offset
-                                    : static_cast<int64_t>(key_row) * args.key_capacity * args.width + head_offset;
+                                    : static_cast<int64_t>(key_row) * args.key_block * args.width + head_offset;
   const int32_t* key_rows_of_b = kPerKey ? key_rows + static_cast<int64_t>(b) * args.key_capacity : nullptr;
   const int keys_per_pass = blockDim.x / lanes_per_key;
   const int lane_in_group = threadIdx.x % lanes_per_key;
@@ -227,11 +237,7 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
       }
     };
     if constexpr (kPerKey) load_rows(part * kChunk);
-    int key_row = b;
-    if (!kPerKey && key_rows != nullptr) {
-      key_row = key_rows[b];
-      if (key_row < 0 || key_row >= args.key_batch) key_len = 0;  // no key to read: a zero row
-    }
+    const int key_row = kPerKey ? b : resolve_key_row(key_rows, b, args, key_len);
     const int64_t head_offset = static_cast<int64_t>(head) * args.head_dim;
     query_offset = static_cast<int64_t>(row) * args.width + head_offset;
     float q[kSlices][N];
@@ -245,7 +251,7 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
     // Key j's head row starts at head_base + j * width, or (kPerKey) head_offset + index * width with index
     // = key_rows[b, j] * key_block + j % key_block.
     const int64_t head_base =
-        kPerKey ? head_offset : static_cast<int64_t>(key_row) * args.key_capacity * args.width + head_offset;
+        kPerKey ? head_offset : static_cast<int64_t>(key_row) * args.key_block * args.width + head_offset;
 
     for (int first = part * kChunk; first < key_len; first += warps_per_unit * kChunk) {
       bool valid[kPasses];
@@ -413,14 +419,10 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
   const int head = blockIdx.y, b = blockIdx.z, first_query = blockIdx.x * kTileQueries;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int key_len = min(max(key_lengths[b], 0), args.key_capacity);
-  // key_rows here is [b] or null: all keys of the row in one batch row.
-  int key_row = b;
-  if (key_rows != nullptr) {
-    key_row = key_rows[b];
-    if (key_row < 0 || key_row >= args.key_batch) key_len = 0;  // no key to read: a zero row
-  }
+  // key_rows here is [b] or null: all keys of the row from one batch row on.
+  const int key_row = resolve_key_row(key_rows, b, args, key_len);
   const int64_t head_offset = static_cast<int64_t>(head) * head_dim;
-  const int64_t head_base = static_cast<int64_t>(key_row) * args.key_capacity * args.width + head_offset;
+  const int64_t head_base = static_cast<int64_t>(key_row) * args.key_block * args.width + head_offset;
 
   for (int i = threadIdx.x; i < kTileQueries * head_dim; i += blockDim.x) {
     const int t = first_query + i / head_dim;
@@ -679,7 +681,8 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   AttentionArguments args;
   args.query_len = static_cast<int>(query_len);
   const bool per_key = key_rows != nullptr && key_rows->rank() == 2;
-  args.key_capacity = static_cast<int>(per_key ? key_rows->dim(1) : keys.dim(1));
+  args.key_capacity =
+      static_cast<int>(per_key ? key_rows->dim(1) : options.key_span > 0 ? options.key_span : keys.dim(1));
   args.key_block = static_cast<int>(keys.dim(1));
   args.key_block_mask = (args.key_block & (args.key_block - 1)) == 0 ? args.key_block - 1 : -1;
   args.key_batch = static_cast<int>(keys.dim(0));

@@ -8,9 +8,9 @@
 namespace seqtrans::cpu {
 namespace {
 
-// Element offset in keys/values of key j of query row b: batch row b or key_rows[b] at position j, or
-// batch row key_rows[b, j] at position j % block (block = keys' positions per row). Only keys below the
-// length are looked up, so a history table may hold anything past it.
+// Element offset in keys/values of key j of query row b: batch row b or key_rows[b] at position j (past
+// that row's end with a key span), or batch row key_rows[b, j] at position j % block (block = keys'
+// positions per row). Only keys below the length are looked up, so a history table may hold anything past it.
 void key_offsets(const ops::AttentionOptions& options, int64_t b, int64_t key_len, int64_t key_batch, int64_t block,
                  int64_t width, std::vector<int64_t>& offsets) {
   const Tensor* key_rows = options.key_rows;
@@ -24,7 +24,10 @@ void key_offsets(const ops::AttentionOptions& options, int64_t b, int64_t key_le
       SEQTRANS_CHECK(row >= 0 && row < key_batch,
                      "attention: key_rows entry {} is {}, outside the {} batch rows of keys", index, row, key_batch);
     }
-    offsets[j] = (row * block + (per_key ? j % block : j)) * width;
+    const int64_t position = row * block + (per_key ? j % block : j);
+    SEQTRANS_CHECK(position < key_batch * block, "attention: key {} of row {} runs past the {} positions of keys", j,
+                   b, key_batch * block);
+    offsets[j] = position * width;
   }
 }
 
@@ -34,9 +37,9 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
                const ops::AttentionOptions& options, Tensor& out) {
   const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
   const int64_t key_batch = keys.dim(0), block = keys.dim(1);
-  // Per-key rows address keys by block: the table's width bounds the lengths.
+  // Per-key rows address keys by block: the table's width bounds the lengths (a key span, likewise).
   const bool per_key = options.key_rows != nullptr && options.key_rows->rank() == 2;
-  const int64_t key_capacity = per_key ? options.key_rows->dim(1) : block;
+  const int64_t key_capacity = per_key ? options.key_rows->dim(1) : options.key_span > 0 ? options.key_span : block;
   const int64_t heads = options.num_heads, head_dim = width / heads;
   const float* q = query.data<float>();
   const float* k = keys.data<float>();

@@ -63,11 +63,10 @@ CrossAttention::CrossAttention(const WeightLoader& weights, const std::string& s
       output_(weights, scope + "/output", shape.d_model, shape.d_model),
       norm_(weights, scope + "/norm", shape.d_model, shape.epsilon) {}
 
-void CrossAttention::project_memory(const Tensor& encoder_output, int64_t batch, Tensor& keys, Tensor& values) const {
-  const int64_t time = encoder_output.dim(0) / batch, d = shape_.d_model;
+void CrossAttention::project_memory(const Tensor& encoder_output, Tensor& keys, Tensor& values) const {
   std::vector<Tensor> kv = ops::add_bias_split(kv_.project(encoder_output), kv_.bias(), 2);
-  keys = kv[0].reshape({batch, time, d});
-  values = kv[1].reshape({batch, time, d});
+  keys = kv[0];
+  values = kv[1];
 }
 
 Tensor CrossAttention::step(const Tensor& x, const Tensor& keys, const Tensor& values,
@@ -75,7 +74,8 @@ Tensor CrossAttention::step(const Tensor& x, const Tensor& keys, const Tensor& v
   const int64_t slots = x.dim(0), d = shape_.d_model;
   const Tensor query = query_.forward(x);
   ops::AttentionOptions options = attention_options(shape_);
-  options.key_rows = &inputs.sentences;
+  options.key_rows = &inputs.memory_starts;
+  options.key_span = inputs.source_span;
   const Tensor context =
       ops::attention(query.reshape({slots, 1, d}), keys, values, inputs.source_lengths, options);
   const Tensor projected = output_.project(context.reshape({slots, d}));

@@ -45,9 +45,9 @@ class CrossAttention {
   CrossAttention() = default;
   CrossAttention(const WeightLoader& weights, const std::string& scope, const AttentionShape& shape);
 
-  // encoder_output: [b*t, d] -> keys, values [b, t, d].
-  void project_memory(const Tensor& encoder_output, int64_t batch, Tensor& keys, Tensor& values) const;
-  // x: [s, d]; keys, values: [sentences, t, d], read at each slot's sentence -> [s, d].
+  // encoder_output: [n, d] -> keys, values [n, d].
+  void project_memory(const Tensor& encoder_output, Tensor& keys, Tensor& values) const;
+  // x: [s, d]; keys, values: the memory pool [positions, 1, d], read over each slot's run -> [s, d].
   Tensor step(const Tensor& x, const Tensor& keys, const Tensor& values, const DecoderStepInputs& inputs) const;
 
  private:

@@ -24,16 +24,13 @@ DecoderLayer::DecoderLayer(const WeightLoader& weights, const std::string& scope
       ffn_(weights, scope + "/ffn", config.d_model, config.decoder.ffn_dim, config.activation,
            config.layer_norm_epsilon) {}
 
-void DecoderLayer::project_memory(const Tensor& encoder_output, int64_t batch, DecoderLayerCache& cache) const {
-  cross_attention_.project_memory(encoder_output, batch, cache.cross_keys, cache.cross_values);
-}
-
-void DecoderLayer::project_memory_into(const Tensor& encoder_output, int64_t batch, const Tensor& pool_rows,
+void DecoderLayer::project_memory_into(const Tensor& encoder_output, const Tensor& pool_positions,
                                        DecoderLayerCache& cache) const {
-  Tensor keys, values;  // [b, t, d]
-  cross_attention_.project_memory(encoder_output, batch, keys, values);
-  ops::scatter_prefix(keys, pool_rows, cache.cross_keys);
-  ops::scatter_prefix(values, pool_rows, cache.cross_values);
+  Tensor keys, values;  // [n, d]
+  cross_attention_.project_memory(encoder_output, keys, values);
+  const int64_t tokens = keys.dim(0), d = keys.dim(1);
+  ops::scatter_prefix(keys.reshape({tokens, 1, d}), pool_positions, cache.cross_keys);
+  ops::scatter_prefix(values.reshape({tokens, 1, d}), pool_positions, cache.cross_values);
 }
 
 Tensor DecoderLayer::step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const {

@@ -27,8 +27,10 @@ class EncoderLayer {
 struct DecoderLayerCache {
   Tensor self_keys;     // [blocks, B, d]: a slot's key for position t in block history[slot, t], at t % B
   Tensor self_values;   // [blocks, B, d]
-  Tensor cross_keys;    // [sentences, source_len, d]
-  Tensor cross_values;  // [sentences, source_len, d]
+  // The encoder memory pool [positions, 1, d]: a sentence's keys at its run of positions (read through
+  // key_rows with a key span).
+  Tensor cross_keys;
+  Tensor cross_values;
 };
 
 // Per-step inputs shared by every decoder layer.
@@ -36,19 +38,18 @@ struct DecoderStepInputs {
   const Tensor& positions;       // [s] int32, where this step's token sits
   const Tensor& key_lengths;     // [s] int32, positions + 1
   Tensor& history;               // [s, capacity] int32: the cache row holding each slot's key t
-  const Tensor& sentences;       // [s] int32: each slot's row of the encoder memory
+  const Tensor& memory_starts;   // [s] int32: where each slot's sentence's run starts in the memory pool
   const Tensor& source_lengths;  // [s] int32: its length
+  int64_t source_span = 0;       // the longest run cross-attention reads (at least every source length)
   const Tensor* cache_rows = nullptr;  // [s] int32: the cache block each slot writes (null: row s, whole rows)
 };
 
 class DecoderLayer {
  public:
   DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config);
-  // Fills cache.cross_keys/values from the encoder output [b*t, d].
-  void project_memory(const Tensor& encoder_output, int64_t batch, DecoderLayerCache& cache) const;
-  // Projects the encoder output [b*t, d] of b sentences and writes each into its row of the memory pool
-  // (cache.cross_keys/values [pool sentences, capacity >= t, d]): pool_rows [b] int32.
-  void project_memory_into(const Tensor& encoder_output, int64_t batch, const Tensor& pool_rows,
+  // Projects the encoder output of packed tokens [n, d] and writes token i's key and value at position
+  // pool_positions[i] ([n] int32) of the memory pool (cache.cross_keys/values).
+  void project_memory_into(const Tensor& encoder_output, const Tensor& pool_positions,
                            DecoderLayerCache& cache) const;
   // x: [s, d] -> [s, d]; appends this step's keys and values to the cache.
   Tensor step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const;

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/profiler.h"
+#include "models/position_runs.h"
 #include "ops/graph.h"
 
 namespace seqtrans {
@@ -26,32 +27,38 @@ struct StepGraph {
 //    per slot it has had at once (its beams); its k-th slot writes position p into block p / B of lane k,
 //    and every slot reads its keys through the history table (slot, position) -> block, so beam reorders
 //    move only indices. Positions below p in a lane may be read by other beams; p itself is fresh;
-//  - the encoder memory is a pool of sentence rows of `source_capacity` positions.
+//  - the encoder memory is a pool of positions where each sentence holds its source as one run.
 // Blocks, not whole rows of the longest output: a run's memory then follows the lengths it decodes (on
 // newstest2014, whole rows held the pool at 256 rows x 256 positions once any output passed 128 tokens).
+// Runs, not rows of the longest source, for the same reason: rows of 128 positions took 403 MiB of the
+// 710 MiB peak there, twice the token budget's 201 MiB. A run is contiguous, so cross-attention reads it
+// like a row, and a freed run leaves a hole that a compaction closes when no hole is long enough.
 class EncoderDecoderState : public DecoderState {
  public:
   int64_t slots() const override { return static_cast<int64_t>(positions.size()); }
+  bool has_room_for(int64_t new_slots, int64_t new_positions) const override;
 
   // Per slot, on the host.
   std::vector<int32_t> positions;  // tokens already fed
-  std::vector<int32_t> sentences;  // its sentence's row of the memory pool
+  std::vector<int32_t> sentences;  // its sentence's row (of the per-sentence vectors below)
   std::vector<int32_t> reorder;    // the slot of the last step it continues (itself after a step, or new)
   std::vector<int32_t> lanes;      // its lane among its sentence's
   std::vector<int32_t> blocks;     // the block it writes this step (set by prepare_step)
 
-  // Per memory-pool row, on the host.
+  // Per sentence row, on the host.
   std::vector<int32_t> source_lengths;                          // [sentence rows]
+  std::vector<int32_t> memory_starts;                           // its run in the memory pool
   std::vector<std::vector<std::vector<int32_t>>> sentence_lanes;  // [sentence rows][lane] -> blocks
-  std::vector<int32_t> free_sentences;                          // memory-pool rows free for new sentences
+  std::vector<int32_t> free_sentences;                          // rows free for new sentences
   std::vector<int32_t> free_blocks;                             // cache blocks no sentence owns
+  PositionRuns memory_runs;                                     // the memory pool's positions
   // What the device buffers hold written, so that growing them copies nothing else: positions per cache
   // block (its most), and per history row the key lengths of the last step (what it copied back).
   std::vector<int32_t> block_fill;
   std::vector<int32_t> history_lengths;
 
   // On the device. Graphs recorded against these buffers stay valid until the buffers move.
-  std::vector<DecoderLayerCache> layers;  // self caches [blocks, B, d], memory [sentence rows, source_capacity, d]
+  std::vector<DecoderLayerCache> layers;  // self caches [blocks, B, d], memory [positions, 1, d]
   Tensor history;                         // [rows, capacity] int32: the block of each slot's key t
   Tensor step_inputs;                     // [kStepInputs, rows] int32, uploaded once per step
   Tensor sampling_rows;                   // [rows, kSamplingRowWords] int32: sampling steps' draws
@@ -59,7 +66,7 @@ class EncoderDecoderState : public DecoderState {
   int64_t capacity = 0;                   // positions a history row holds
   int64_t cache_blocks = 0;
   int64_t sentence_rows = 0;
-  int64_t source_capacity = 0;
+  int64_t source_span = 0;  // a power of two from 32 at least every source length: graphs hold it
   // The suppressed-id lists steps have asked for (usually one, and one with EOS while a minimum length
   // holds) and their device copies, which graphs read: kept, so that switching lists records nothing.
   std::vector<std::vector<int32_t>> suppressed_lists;
@@ -79,20 +86,38 @@ class EncoderDecoderState : public DecoderState {
 
 namespace {
 
+// Positions per cache block: vLLM's default; a sentence wastes less than a block per beam.
+constexpr int64_t kBlockPositions = 16;
+
+}  // namespace
+
+// Room in the block pool: every slot is expected to fill blocks up to its source's length (or its
+// position, when past it), and to waste at most one block rounding up. Without this, iteration-level
+// batching kept 256 sentences in flight whatever their lengths, and its pool grew past the shrinking
+// batches' (newstest2014: 8,192 blocks against 4,096).
+bool EncoderDecoderState::has_room_for(int64_t new_slots, int64_t new_positions) const {
+  if (cache_blocks == 0) return true;
+  int64_t expected = new_positions / kBlockPositions + new_slots;
+  for (size_t s = 0; s < positions.size(); ++s) {
+    const int64_t reach = std::max<int64_t>(positions[s], source_lengths[static_cast<size_t>(sentences[s])]) + 1;
+    expected += (reach + kBlockPositions - 1) / kBlockPositions;
+  }
+  return expected <= cache_blocks;
+}
+
+namespace {
+
 // The output layer's k for a sampling step (one draw per row instead of the k best).
 constexpr int kSampled = 0;
 
 // Most sentences end within 32 tokens; longer ones double the capacity (and record their graphs again).
 constexpr int64_t kInitialCacheCapacity = 32;
-// Positions per cache block: vLLM's default; a sentence wastes less than a block per beam.
-constexpr int64_t kBlockPositions = 16;
-
 // Rows of step_inputs: what one host-to-device copy per step carries.
 enum StepInput {
   kIds,
   kPositions,
   kKeyLengths,
-  kSentences,
+  kMemoryStarts,
   kSourceLengths,
   kReorder,
   kCacheRows,
@@ -120,6 +145,19 @@ int64_t doubled_to(int64_t start, int64_t needed, int64_t limit) {
   int64_t size = std::max<int64_t>(start, 1);
   while (size < needed) size *= 2;
   return limit > 0 ? std::min(size, std::max(limit, needed)) : size;
+}
+
+// Self-attention cache blocks for a run's bounds (the pool grows by half when sentences need more): every
+// slot's whole output when the outputs' bound is known (one batch); else outputs as long as their sources,
+// each slot holding its sentence's source in blocks, one of them partly empty (the same pools for both
+// batching modes at one budget: newstest2014 at 256 sentences / 16,384 tokens, 5,120 blocks); else 32
+// positions a slot.
+int64_t reserved_blocks(const DecoderReservation& reservation, int64_t rows) {
+  const auto blocks_for = [](int64_t positions) { return (positions + kBlockPositions - 1) / kBlockPositions; };
+  if (reservation.target_length > 0) return rows * blocks_for(reservation.target_length);
+  if (reservation.source_tokens > 0 && reservation.sentences > 0)
+    return blocks_for(reservation.source_tokens * reservation.slots / reservation.sentences) + rows;
+  return rows * blocks_for(kInitialCacheCapacity);
 }
 
 // A buffer of [rows, capacity, ...] holding `old`'s row i up to written[i] positions (the rest is never
@@ -235,12 +273,11 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
 
   // The tokens one after another ([n]); token q of a sentence starting at `start` attends to the tokens
   // start .. start + length - 1 (its row of the key table [n, t]); the rest of a row is never read.
-  std::vector<int32_t> ids, positions, key_lengths, key_table, unpack;
+  std::vector<int32_t> ids, positions, key_lengths, key_table;
   ids.reserve(tokens);
   positions.reserve(tokens);
   key_lengths.reserve(tokens);
   key_table.reserve(tokens * longest);
-  unpack.reserve(static_cast<size_t>(batch * time));
   int32_t start = 0;
   for (const auto& source : sources) {
     const int32_t length = static_cast<int32_t>(source.size());
@@ -250,8 +287,6 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
       key_lengths.push_back(length);
       for (int32_t j = 0; j < time; ++j) key_table.push_back(start + std::min(j, length - 1));
     }
-    // Back to [b, t] for the memory pool: padding positions repeat the last token (never read).
-    for (int32_t j = 0; j < time; ++j) unpack.push_back(start + std::min(j, length - 1));
     start += length;
   }
   const int64_t n = static_cast<int64_t>(tokens);
@@ -260,7 +295,18 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
   const Tensor lengths = ids_tensor(key_lengths, options_.device);
   Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);  // [n, d]
   for (const EncoderLayer& layer : encoder_layers_) x = layer.forward_packed(x, device_table, lengths);
-  return ops::gather_rows(x, ids_tensor(unpack, options_.device)).reshape({batch, time, config_.d_model});
+  return x;
+}
+
+Tensor EncoderDecoderModel::encode_joining(const std::vector<std::vector<int32_t>>& sources) const {
+  if (options_.packed_encoder) return encode_packed(sources);
+  Tensor lengths;
+  const Tensor padded = encode_tensor(sources, lengths);  // [b, t, d]
+  const int64_t time = padded.dim(1);
+  std::vector<int32_t> real;  // the rows of real tokens in [b * t, d]
+  for (size_t b = 0; b < sources.size(); ++b)
+    for (size_t t = 0; t < sources[b].size(); ++t) real.push_back(static_cast<int32_t>(b * time + t));
+  return ops::gather_rows(padded.reshape({padded.dim(0) * time, config_.d_model}), ids_tensor(real, options_.device));
 }
 
 std::unique_ptr<DecoderState> EncoderDecoderModel::start() {
@@ -277,38 +323,38 @@ void EncoderDecoderModel::reserve(DecoderState& base_state, const DecoderReserva
   // The start token takes position 0: an output of n tokens feeds n positions.
   const int64_t capacity = std::min<int64_t>(doubled_to(kInitialCacheCapacity, reservation.target_length, 0), positions);
   grow_decoder_pool(state, std::max(rows, state.rows), std::max(capacity, state.capacity));
-  // Blocks for every slot's whole output when it is known, else for its first 32 positions (the pool
-  // doubles when sentences need more).
-  const int64_t positions_per_slot = reservation.target_length > 0 ? reservation.target_length : kInitialCacheCapacity;
-  grow_block_pool(state, rows * ((positions_per_slot + kBlockPositions - 1) / kBlockPositions));
-  grow_memory_pool(state, std::max(reservation.sentences, state.sentence_rows),
-                   std::max(std::min(reservation.source_length, positions), state.source_capacity));
+  grow_block_pool(state, reserved_blocks(reservation, rows));
+  grow_sentence_rows(state, reservation.sentences - state.sentence_rows);
+  // Without a bound on the tokens, 32 positions a sentence (the pool grows when they need more).
+  grow_memory_pool(state, reservation.source_tokens > 0 ? reservation.source_tokens
+                                                        : reservation.sentences * kInitialCacheCapacity);
 }
 
 void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std::vector<int32_t>>& sources) {
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   if (sources.empty()) return;
   const ProfileScope profile("encoder");
-  Tensor lengths;
-  const Tensor memory = options_.packed_encoder ? encode_packed(sources) : encode_tensor(sources, lengths);  // [b, t, d]
-  const int64_t batch = memory.dim(0), time = memory.dim(1);
+  const Tensor memory = encode_joining(sources);  // [n, d]
 
-  // Rows of the memory pool, from the free list; the pool grows when it runs out.
-  const int64_t missing = std::max<int64_t>(0, batch - static_cast<int64_t>(state.free_sentences.size()));
-  grow_memory_pool(state, state.sentence_rows + missing, time);
-  std::vector<int32_t> rows;
-  for (const auto& source : sources) {
-    const int32_t row = take_free(state.free_sentences);
-    state.source_lengths[row] = static_cast<int32_t>(source.size());
+  // A sentence row each, and a run of the memory pool for its tokens.
+  const int64_t missing = static_cast<int64_t>(sources.size()) - static_cast<int64_t>(state.free_sentences.size());
+  grow_sentence_rows(state, missing);
+  const std::vector<int32_t> starts = place_memory(state, sources);
+  std::vector<int32_t> rows, pool_positions;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const int32_t row = take_free(state.free_sentences), length = static_cast<int32_t>(sources[i].size());
+    state.source_lengths[row] = length;
+    state.memory_starts[row] = starts[i];
     rows.push_back(row);
+    for (int32_t t = 0; t < length; ++t) pool_positions.push_back(starts[i] + t);
   }
   try {
-    const Tensor pool_rows = ids_tensor(rows, options_.device);
-    const Tensor memory_rows = memory.reshape({batch * time, config_.d_model});
+    const Tensor positions = ids_tensor(pool_positions, options_.device);
     for (size_t i = 0; i < decoder_layers_.size(); ++i)
-      decoder_layers_[i].project_memory_into(memory_rows, batch, pool_rows, state.layers[i]);
+      decoder_layers_[i].project_memory_into(memory, positions, state.layers[i]);
   } catch (const OutOfMemoryError&) {
-    // The scheduler retries with fewer sentences: the rows go back, and nothing else has changed.
+    // The scheduler retries with fewer sentences: the rows and runs go back, and nothing else has changed.
+    for (size_t i = 0; i < rows.size(); ++i) state.memory_runs.give_back(starts[i], state.source_lengths[rows[i]]);
     state.free_sentences.insert(state.free_sentences.end(), rows.rbegin(), rows.rend());
     throw;
   }
@@ -357,7 +403,8 @@ int32_t EncoderDecoderModel::block_to_write(EncoderDecoderState& state, int64_t 
   std::vector<int32_t>& lane = state.sentence_lanes[state.sentences[slot]][state.lanes[slot]];
   const size_t index = static_cast<size_t>(state.positions[slot] / kBlockPositions);
   while (lane.size() <= index) {
-    if (state.free_blocks.empty()) grow_block_pool(state, 2 * state.cache_blocks);
+    if (state.free_blocks.empty())
+      grow_block_pool(state, state.cache_blocks + std::max<int64_t>(state.cache_blocks / 2, 1));
     lane.push_back(take_free(state.free_blocks));
   }
   int32_t& fill = state.block_fill[static_cast<size_t>(lane[index])];
@@ -365,25 +412,87 @@ int32_t EncoderDecoderModel::block_to_write(EncoderDecoderState& state, int64_t 
   return lane[index];
 }
 
-void EncoderDecoderModel::grow_memory_pool(EncoderDecoderState& state, int64_t sentences, int64_t source_length) const {
-  if (sentences <= state.sentence_rows && source_length <= state.source_capacity) return;
-  sentences = std::max(sentences, state.sentence_rows);
-  const int64_t capacity = std::max(
-      state.source_capacity, doubled_to(kInitialCacheCapacity, source_length, config_.max_positions));
-  const int64_t d = config_.d_model;
-  for (DecoderLayerCache& cache : state.layers) {
-    // A row's memory is written up to its sentence's length (at least), and read no further.
-    cache.cross_keys =
-        regrow(cache.cross_keys, state.source_lengths, sentences, capacity, {d}, options_.dtype, options_.device);
-    cache.cross_values =
-        regrow(cache.cross_values, state.source_lengths, sentences, capacity, {d}, options_.dtype, options_.device);
+void EncoderDecoderModel::grow_sentence_rows(EncoderDecoderState& state, int64_t count) const {
+  if (count <= 0) return;
+  const int64_t rows = state.sentence_rows + count;
+  for (int64_t row = rows - 1; row >= state.sentence_rows; --row) state.free_sentences.push_back(static_cast<int32_t>(row));
+  state.source_lengths.resize(static_cast<size_t>(rows), 0);
+  state.memory_starts.resize(static_cast<size_t>(rows), 0);
+  state.sentence_lanes.resize(static_cast<size_t>(rows));
+  state.sentence_rows = rows;
+}
+
+std::vector<int32_t> EncoderDecoderModel::place_memory(EncoderDecoderState& state,
+                                                       const std::vector<std::vector<int32_t>>& sources) const {
+  int64_t needed = 0, longest = 0;
+  for (const auto& source : sources) {
+    needed += static_cast<int64_t>(source.size());
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(source.size()));
   }
-  for (int64_t row = state.sentence_rows; row < sentences; ++row) state.free_sentences.push_back(static_cast<int32_t>(row));
-  state.source_lengths.resize(static_cast<size_t>(sentences), 0);
-  state.sentence_lanes.resize(static_cast<size_t>(sentences));
-  state.sentence_rows = sentences;
-  state.source_capacity = capacity;
-  state.drop_graphs();
+  const int64_t span = doubled_to(std::max(state.source_span, kInitialCacheCapacity), longest, config_.max_positions);
+  if (span != state.source_span) {
+    state.source_span = span;
+    state.drop_graphs();  // they hold the span
+  }
+  const auto take_all = [&](std::vector<int32_t>& starts) {
+    starts.clear();
+    for (const auto& source : sources) {
+      const int64_t start = state.memory_runs.take(static_cast<int64_t>(source.size()));
+      if (start < 0) {
+        for (size_t i = 0; i < starts.size(); ++i) state.memory_runs.give_back(starts[i], static_cast<int64_t>(sources[i].size()));
+        return false;
+      }
+      starts.push_back(static_cast<int32_t>(start));
+    }
+    return true;
+  };
+  std::vector<int32_t> starts;
+  if (take_all(starts)) return starts;
+  // Holes too short, or too few free positions: the runs in flight move to the front, of a larger pool
+  // when they and the newcomers do not fit (doubling, so that growth stays rare).
+  const int64_t used = state.memory_runs.used(), size = state.memory_runs.size();
+  compact_memory_pool(state, used + needed <= size ? size : std::max(used + needed, 2 * size));
+  SEQTRANS_CHECK(take_all(starts), "memory pool: no room for {} positions after compaction", needed);
+  return starts;
+}
+
+void EncoderDecoderModel::compact_memory_pool(EncoderDecoderState& state, int64_t positions) const {
+  const ProfileScope profile("memory compaction");
+  // The sentences in flight by where their runs start, and the positions they hold in that order.
+  std::vector<int32_t> live;
+  std::vector<char> in_flight(static_cast<size_t>(state.sentence_rows), 0);
+  for (const int32_t sentence : state.sentences) in_flight[sentence] = 1;
+  for (int32_t row = 0; row < state.sentence_rows; ++row)
+    if (in_flight[row]) live.push_back(row);
+  std::sort(live.begin(), live.end(), [&](int32_t a, int32_t b) { return state.memory_starts[a] < state.memory_starts[b]; });
+  std::vector<int32_t> kept;
+  for (const int32_t row : live)
+    for (int32_t t = 0; t < state.source_lengths[row]; ++t) kept.push_back(state.memory_starts[row] + t);
+
+  const int64_t size = state.memory_runs.size(), grown = std::max(positions, size), d = config_.d_model;
+  const Tensor index = kept.empty() ? Tensor() : ids_tensor(kept, options_.device);
+  const auto compact = [&](Tensor& pool) {
+    Tensor target = grown > size || !pool.defined() ? Tensor({grown, 1, d}, options_.dtype, options_.device) : pool;
+    if (!kept.empty()) {
+      // Through a copy of the live positions: moving runs within one buffer would overlap.
+      const Tensor moved = ops::gather_rows(pool.reshape({size, d}), index);
+      Tensor front = target.reshape({grown, d}).slice_rows(0, static_cast<int64_t>(kept.size()));
+      ops::copy(moved, front);
+    }
+    pool = target;
+  };
+  for (DecoderLayerCache& cache : state.layers) {
+    compact(cache.cross_keys);
+    compact(cache.cross_values);
+  }
+  state.memory_runs = PositionRuns(grown);
+  for (const int32_t row : live) state.memory_starts[row] = static_cast<int32_t>(state.memory_runs.take(state.source_lengths[row]));
+  if (grown > size) state.drop_graphs();  // they point at the old buffers
+}
+
+void EncoderDecoderModel::grow_memory_pool(EncoderDecoderState& state, int64_t positions) const {
+  if (positions <= state.memory_runs.size()) return;
+  compact_memory_pool(state, positions);
 }
 
 void EncoderDecoderModel::release_cached(DecoderState& state) const {
@@ -424,8 +533,10 @@ void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const s
   std::fill(row(kIds) + slots, row(kIds) + state.rows, config_.decoder_start_id);
   std::copy(state.positions.begin(), state.positions.end(), row(kPositions));
   for (int64_t s = 0; s < slots; ++s) row(kKeyLengths)[s] = state.positions[s] + 1;
-  std::copy(state.sentences.begin(), state.sentences.end(), row(kSentences));
-  for (int64_t s = 0; s < slots; ++s) row(kSourceLengths)[s] = state.source_lengths[state.sentences[s]];
+  for (int64_t s = 0; s < slots; ++s) {
+    row(kMemoryStarts)[s] = state.memory_starts[state.sentences[s]];
+    row(kSourceLengths)[s] = state.source_lengths[state.sentences[s]];
+  }
   std::iota(row(kReorder), row(kReorder) + state.rows, 0);
   std::copy(state.reorder.begin(), state.reorder.end(), row(kReorder));
   std::fill(row(kCacheRows), row(kCacheRows) + state.rows, -1);
@@ -439,13 +550,15 @@ Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) con
     return state.step_inputs.slice_rows(which, which + 1).reshape({state.rows}).slice_rows(0, rows);
   };
   const Tensor ids = input(kIds), positions = input(kPositions), key_lengths = input(kKeyLengths);
-  const Tensor sentences = input(kSentences), source_lengths = input(kSourceLengths), cache_rows = input(kCacheRows);
+  const Tensor memory_starts = input(kMemoryStarts), source_lengths = input(kSourceLengths);
+  const Tensor cache_rows = input(kCacheRows);
   // Beam reorders since the last step move history rows only (each slot's positions so far, from the slot
   // it continues); keys and values stay in place. The step appends one position, which goes back with them.
   const Tensor reorder = input(kReorder);
   Tensor history({rows, state.capacity}, DataType::I32, options_.device);
   ops::copy_row_prefixes(state.history, &reorder, positions, history);
-  const DecoderStepInputs inputs{positions, key_lengths, history, sentences, source_lengths, &cache_rows};
+  const DecoderStepInputs inputs{positions,      key_lengths,        history,    memory_starts,
+                                 source_lengths, state.source_span, &cache_rows};
 
   Tensor x = embed(ids, positions, Side::Target);  // [rows, d]
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
@@ -632,7 +745,7 @@ void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int
     reorder.push_back(state.reorder[source]);
     lanes.push_back(lane);
   }
-  // Sentences left with no slot leave: their memory row and cache blocks are free again.
+  // Sentences left with no slot leave: their row, memory run and cache blocks are free again.
   std::vector<char> had_slot(static_cast<size_t>(state.sentence_rows), 0);
   for (int32_t sentence : state.sentences) had_slot[sentence] = 1;
   for (int32_t sentence = 0; sentence < state.sentence_rows; ++sentence) {
@@ -640,6 +753,7 @@ void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int
     for (const std::vector<int32_t>& lane : state.sentence_lanes[sentence])
       state.free_blocks.insert(state.free_blocks.end(), lane.begin(), lane.end());
     state.sentence_lanes[sentence].clear();
+    state.memory_runs.give_back(state.memory_starts[sentence], state.source_lengths[sentence]);
     state.free_sentences.push_back(sentence);
   }
   state.positions = std::move(positions);

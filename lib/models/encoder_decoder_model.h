@@ -61,8 +61,9 @@ class EncoderDecoderModel : public StepModel {
 
   const StepCounts& step_counts() const { return step_counts_; }
 
-  // Encoder output for a batch, [b, t, d] with t the longest source: padded to t (encode_tensor) or packed
-  // without padding and unpacked at the end (encode_packed); positions past a source's length are junk.
+  // Encoder output for a batch: padded to the longest source, [b, t, d] (encode_tensor; positions past a
+  // source's length are junk), or packed without padding, the sources' tokens one after another, [n, d]
+  // (encode_packed).
   Tensor encode_tensor(const std::vector<std::vector<int32_t>>& sources, Tensor& lengths) const;
   Tensor encode_packed(const std::vector<std::vector<int32_t>>& sources) const;
 
@@ -80,8 +81,17 @@ class EncoderDecoderModel : public StepModel {
   void grow_block_pool(EncoderDecoderState& state, int64_t blocks) const;
   // The block slot `slot` writes at its position, taken from the free list when its lane needs a new one.
   int32_t block_to_write(EncoderDecoderState& state, int64_t slot) const;
-  // Encoder memory buffers of at least `sentences` rows of `source_length` positions, likewise.
-  void grow_memory_pool(EncoderDecoderState& state, int64_t sentences, int64_t source_length) const;
+  // The encoder output of joining sentences as packed tokens [n, d], whichever encoder the options pick.
+  Tensor encode_joining(const std::vector<std::vector<int32_t>>& sources) const;
+  // A run of the memory pool for each source (its start), making room when the free runs do not hold them.
+  std::vector<int32_t> place_memory(EncoderDecoderState& state, const std::vector<std::vector<int32_t>>& sources) const;
+  // Moves the runs of the sentences in flight to the front of a pool of `positions` positions (the same
+  // pool when it is not larger; a new one, dropping the graphs, when it is), so that the rest is one free run.
+  void compact_memory_pool(EncoderDecoderState& state, int64_t positions) const;
+  // A memory pool of at least `positions` positions.
+  void grow_memory_pool(EncoderDecoderState& state, int64_t positions) const;
+  // Host rows for `count` more sentences in flight (their lanes, memory run and length).
+  void grow_sentence_rows(EncoderDecoderState& state, int64_t count) const;
   // The suppressed-id list on the device, copied again only when it changes (it rarely does).
   void update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const;
   // The step's per-row inputs ([kStepInputs, rows] int32) in one host-to-device copy, padding rows included.

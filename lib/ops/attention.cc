@@ -20,6 +20,13 @@ void check_key_rows(const Tensor& key_rows, const Tensor& query) {
   check_same_device("attention", query, key_rows);
 }
 
+void check_key_span(const AttentionOptions& options) {
+  SEQTRANS_CHECK(options.key_span >= 0 && options.key_span <= (int64_t{1} << 30),
+                 "attention: key_span {} is outside 0 .. 2^30", options.key_span);
+  SEQTRANS_CHECK(options.key_span == 0 || (options.key_rows != nullptr && options.key_rows->rank() == 1),
+                 "attention: key_span needs key_rows of rank 1 [b]");
+}
+
 }  // namespace
 
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
@@ -37,6 +44,7 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
     check_extent("attention", "keys", keys, 0, query.dim(0));
   else
     check_key_rows(*options.key_rows, query);
+  check_key_span(options);
   check_extent("attention", "keys", keys, 2, query.dim(2));
   check_rank("attention", "key_lengths", key_lengths, 1);
   check_dtype("attention", "key_lengths", key_lengths, DataType::I32);

@@ -73,6 +73,11 @@ struct AttentionOptions {
   // Only entries of keys below the length are read (a history table may hold anything past it); one of
   // them outside keys' batch rows is an error (the CUDA backend masks it instead, see cuda_ops.h).
   const Tensor* key_rows = nullptr;
+  // Rank-1 key_rows only: the keys of query row b run from position 0 of batch row key_rows[b] on through
+  // the rows after it, up to key_span positions (keys [n, tk, d] read as [n * tk, d]; lengths are bounded
+  // by key_span instead of tk). The encoder memory pool, [positions, 1, d], holds each sentence as a run of
+  // positions this way. 0: a row's keys stay in its batch row.
+  int64_t key_span = 0;
 };
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                  const AttentionOptions& options);

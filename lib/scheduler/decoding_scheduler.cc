@@ -43,12 +43,18 @@ std::vector<SessionSentence> DecodingScheduler::next_wave() {
   // Iteration: take what fits, first come first served (a long sentence is never passed over, so none
   // starves); a sentence longer than the whole budget goes alone when nothing else is in flight.
   size_t tokens = tokens_in_flight();
-  size_t fitting = 0;
+  size_t fitting = 0, joining_tokens = 0;
   for (const SessionSentence& sentence : waiting_) {
     const bool alone = in_flight + fitting == 0;
     if (in_flight + fitting >= options_.max_sentences) break;
     if (!alone && tokens + sentence.source.size() > options_.max_tokens) break;
+    // The model's pools: the slots in flight hold their outputs' positions, which the token budget alone
+    // does not bound.
+    const int64_t slots = static_cast<int64_t>(fitting + 1) * slots_per_sentence_;
+    const int64_t positions = static_cast<int64_t>(joining_tokens + sentence.source.size()) * slots_per_sentence_;
+    if (!alone && !session_.state().has_room_for(slots, positions)) break;
     tokens += sentence.source.size();
+    joining_tokens += sentence.source.size();
     ++fitting;
   }
   const bool worth_a_wave = in_flight == 0 || fitting >= std::min(options_.min_join, waiting_.size());
@@ -75,6 +81,9 @@ void DecodingScheduler::reserve_pools() {
     DecoderReservation reservation;
     reservation.sentences = static_cast<int64_t>(options_.max_sentences);
     reservation.slots = reservation.sentences * slots_per_sentence_;
+    // The token budget bounds the memory in flight in both modes; a budget lowered for memory lowers it
+    // too, at a generous 64 tokens a sentence (newstest2014 averages under 40 with EOS).
+    reservation.source_tokens = static_cast<int64_t>(std::min(options_.max_tokens, options_.max_sentences * 64));
     try {
       session_.reserve(reservation);
       reserved_sentences_ = options_.max_sentences;

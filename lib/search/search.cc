@@ -90,6 +90,7 @@ std::vector<SearchResult> search_with_streams(StepModel& model, const std::vecto
   reservation.slots = reservation.sentences * slots_per_sentence(options);
   for (const auto& source : sources) {
     reservation.source_length = std::max<int64_t>(reservation.source_length, static_cast<int64_t>(source.size()));
+    reservation.source_tokens += static_cast<int64_t>(source.size());
     reservation.target_length =
         std::max<int64_t>(reservation.target_length, max_generated_length(model, options, source.size()));
   }

@@ -20,6 +20,10 @@ class DecoderState {
  public:
   virtual ~DecoderState() = default;
   virtual int64_t slots() const = 0;
+  // Whether sentences with `new_slots` slots and `new_positions` positions expected in them (each slot
+  // its source's length) may join now, the running slots expected to reach their sources' lengths too: so
+  // that joining sentences do not make the pools grow. The scheduler asks before admitting.
+  virtual bool has_room_for(int64_t /*new_slots*/, int64_t /*new_positions*/) const { return true; }
 };
 
 // Hugging Face's repetition controls for one step (ops::penalize_repetitions): each slot's decoder inputs so
@@ -75,6 +79,7 @@ struct DecoderReservation {
   int64_t slots = 0;          // hypotheses decoded at once (beam_size per sentence)
   int64_t sentences = 0;      // sentences in flight
   int64_t source_length = 0;  // longest source, EOS included
+  int64_t source_tokens = 0;  // source ids in flight at once, summed (the encoder memory they hold)
   int64_t target_length = 0;  // longest output, EOS included
 };
 

@@ -37,19 +37,23 @@ std::vector<std::vector<int32_t>> sources() {
   return all;
 }
 
-// Largest |packed - padded| over the real positions of [b, t, d] outputs.
+// Largest |packed - padded| over the real positions: packed [n, d] holds the sentences' tokens one after
+// another, padded [b, t, d] each sentence in its row.
 double worst_difference(const Tensor& packed, const Tensor& padded, const std::vector<std::vector<int32_t>>& all) {
-  REQUIRE(packed.shape() == padded.shape());
+  size_t tokens = 0;
+  for (const auto& source : all) tokens += source.size();
+  REQUIRE(packed.rank() == 2);
+  REQUIRE(packed.dim(0) == static_cast<int64_t>(tokens));
+  REQUIRE(packed.dim(1) == padded.dim(2));
   const std::vector<float> a = packed.to(Device::CPU).to(DataType::F32).to_float_vector();
   const std::vector<float> b = padded.to(Device::CPU).to(DataType::F32).to_float_vector();
-  const int64_t time = packed.dim(1), width = packed.dim(2);
+  const size_t time = static_cast<size_t>(padded.dim(1)), width = static_cast<size_t>(padded.dim(2));
   double worst = 0.0;
+  size_t token = 0;
   for (size_t s = 0; s < all.size(); ++s)
-    for (size_t t = 0; t < all[s].size(); ++t)
-      for (int64_t c = 0; c < width; ++c) {
-        const size_t at = (s * static_cast<size_t>(time) + t) * static_cast<size_t>(width) + static_cast<size_t>(c);
-        worst = std::max(worst, std::abs(static_cast<double>(a[at]) - b[at]));
-      }
+    for (size_t t = 0; t < all[s].size(); ++t, ++token)
+      for (size_t c = 0; c < width; ++c)
+        worst = std::max(worst, std::abs(static_cast<double>(a[token * width + c]) - b[(s * time + t) * width + c]));
   return worst;
 }
 

@@ -110,6 +110,43 @@ TEST_CASE("attention with key_rows [b, T] reads blocks: key j at (key_rows[b, j]
   CHECK(max_relative_error(got.to_float_vector(), expected.to_float_vector()) < kTolerance);
 }
 
+TEST_CASE("attention with a key span reads each row's keys as a run of positions across batch rows", "[ops]") {
+  // A pool of 5 batch rows of 3 positions (15 positions); query row b's keys start at row key_rows[b].
+  const int64_t batch = 4, pool_rows = 5, block = 3, width = 8, span = 9;
+  const Tensor query = random_floats({batch, 1, width});
+  const Tensor keys = random_floats({pool_rows, block, width}), values = random_floats({pool_rows, block, width});
+  const std::vector<int32_t> starts = {0, 3, 1, 4}, lengths = {9, 2, 7, 3};  // row 1 ends where row 4 ends
+  const Tensor key_rows = Tensor::from_ints({batch}, starts);
+  ops::AttentionOptions options = attention_options(2, 0.6f, &key_rows);
+  options.key_span = span;
+  const Tensor got = ops::attention(query, keys, values, Tensor::from_ints({batch}, lengths), options);
+  // The same keys laid out per row: [b, span, width], run positions start * block + j.
+  const std::vector<float> key_values = keys.to_float_vector(), value_values = values.to_float_vector();
+  std::vector<float> row_keys(static_cast<size_t>(batch * span * width), 0.0f), row_values = row_keys;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = 0; j < lengths[b]; ++j)
+      for (int64_t c = 0; c < width; ++c) {
+        const size_t from = static_cast<size_t>((starts[b] * block + j) * width + c);
+        row_keys[static_cast<size_t>((b * span + j) * width + c)] = key_values[from];
+        row_values[static_cast<size_t>((b * span + j) * width + c)] = value_values[from];
+      }
+  const Tensor expected = ops::attention(query, Tensor::from_floats({batch, span, width}, row_keys),
+                                         Tensor::from_floats({batch, span, width}, row_values),
+                                         Tensor::from_ints({batch}, lengths), attention_options(2, 0.6f));
+  CHECK(max_relative_error(got.to_float_vector(), expected.to_float_vector()) < kTolerance);
+
+  // A run past the pool's last position, a span without rank-1 rows, and a negative span are errors.
+  const Tensor too_long = Tensor::from_ints({batch}, {9, 2, 7, 4});
+  CHECK_THROWS_AS(ops::attention(query, keys, values, too_long, options), Error);
+  const Tensor per_key = Tensor::from_ints({batch, 2}, std::vector<int32_t>(8, 0));
+  ops::AttentionOptions bad = attention_options(2, 0.6f, &per_key);
+  bad.key_span = span;
+  CHECK_THROWS_AS(ops::attention(query, keys, values, Tensor::from_ints({batch}, lengths), bad), Error);
+  ops::AttentionOptions negative = options;
+  negative.key_span = -1;
+  CHECK_THROWS_AS(ops::attention(query, keys, values, Tensor::from_ints({batch}, lengths), negative), Error);
+}
+
 TEST_CASE("attention rejects bad key_rows", "[ops]") {
   const Tensor query = random_floats({2, 1, 4}), keys = random_floats({3, 5, 4}), values = random_floats({3, 5, 4});
   const Tensor lengths = Tensor::from_ints({2}, {5, 2});

@@ -453,6 +453,71 @@ TEST_CASE("cuda attention decode matches the CPU across key lengths, head sizes 
       }
 }
 
+// The encoder memory pool: each query row's keys are a run of positions from batch row key_rows[b] on
+// (blocks of 1 position as the model keeps it, and of 4), read by the warp decode, block decode (fp32 head
+// size 512) and tiled kernels; NaN wherever no run reaches. A run past the pool's end is cut there.
+TEST_CASE("cuda attention with a key span matches the CPU", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  struct Case {
+    int64_t batch, query_len, block, head_dim, heads, span;
+  };
+  const Case cases[] = {
+      {24, 1, 1, 64, 8, 64},    // decoder step over pooled memory
+      {5, 1, 4, 64, 8, 37},     // blocks of 4 positions
+      {3, 1, 1, 512, 1, 40},    // head size 512: block decode in fp32
+      {4, 12, 1, 32, 4, 50},    // tiled kernel
+      {40, 1, 1, 64, 2, 300},   // long runs, few heads
+  };
+  for (DataType dtype : kFloatTypes)
+    for (const Case& c : cases) {
+      const int64_t width = c.head_dim * c.heads;
+      CAPTURE(dtype_name(dtype), c.batch, c.query_len, c.block, c.head_dim, c.heads, c.span);
+      // Runs laid out one after another with a gap of one block, rows in a shuffled order.
+      const std::vector<int32_t> lengths = varied_lengths(c.batch, c.span);
+      std::vector<int32_t> starts(static_cast<size_t>(c.batch));
+      int64_t next_row = 0;
+      for (int64_t i = 0; i < c.batch; ++i) {
+        const int64_t b = (i * 7) % c.batch;  // a permutation: no batch here is a multiple of 7
+        starts[b] = static_cast<int32_t>(next_row);
+        next_row += (lengths[b] + c.block - 1) / c.block + 1;
+      }
+      const int64_t pool_rows = next_row;
+      std::vector<bool> read(static_cast<size_t>(pool_rows * c.block), false);
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t j = 0; j < lengths[b]; ++j) read[starts[b] * c.block + j] = true;
+      const Operand query = random_operand({c.batch, c.query_len, width}, dtype);
+      const Operand keys = upload(poisoned_floats(pool_rows, c.block, width, read), dtype);
+      const Operand values = upload(poisoned_floats(pool_rows, c.block, width, read), dtype);
+      const Tensor rows_cpu = Tensor::from_ints({c.batch}, starts), rows_gpu = rows_cpu.to(Device::CUDA);
+      ops::AttentionOptions cpu_options = attention_options(width, c.heads, &rows_cpu);
+      ops::AttentionOptions gpu_options = attention_options(width, c.heads, &rows_gpu);
+      cpu_options.key_span = gpu_options.key_span = c.span;
+      const Tensor lengths_cpu = Tensor::from_ints({c.batch}, lengths);
+      const Tensor expected = ops::attention(query.cpu, keys.cpu, values.cpu, lengths_cpu, cpu_options);
+      const Tensor got =
+          ops::attention(query.gpu, keys.gpu, values.gpu, lengths_cpu.to(Device::CUDA), gpu_options);
+      CHECK(max_relative_error(values_of(got), expected.to_float_vector()) < tolerance(dtype));
+
+      // The last row's run moved to the pool's last row: the GPU reads up to the pool's end (the CPU throws
+      // there), which equals that row's length cut to one block.
+      std::vector<int32_t> moved = starts, cut = lengths;
+      moved.back() = static_cast<int32_t>(pool_rows - 1);
+      cut.back() = std::min<int32_t>(lengths.back(), static_cast<int32_t>(c.block));
+      std::vector<bool> moved_read = read;
+      for (int64_t j = 0; j < c.block; ++j) moved_read[(pool_rows - 1) * c.block + j] = true;
+      const Operand moved_keys = upload(poisoned_floats(pool_rows, c.block, width, moved_read), dtype);
+      const Operand moved_values = upload(poisoned_floats(pool_rows, c.block, width, moved_read), dtype);
+      const Tensor moved_cpu = Tensor::from_ints({c.batch}, moved), moved_gpu = moved_cpu.to(Device::CUDA);
+      cpu_options.key_rows = &moved_cpu;
+      gpu_options.key_rows = &moved_gpu;
+      const Tensor expected_cut =
+          ops::attention(query.cpu, moved_keys.cpu, moved_values.cpu, Tensor::from_ints({c.batch}, cut), cpu_options);
+      const Tensor got_cut =
+          ops::attention(query.gpu, moved_keys.gpu, moved_values.gpu, lengths_cpu.to(Device::CUDA), gpu_options);
+      CHECK(max_relative_error(values_of(got_cut), expected_cut.to_float_vector()) < tolerance(dtype));
+    }
+}
+
 TEST_CASE("cuda append_self_attention_step matches the CPU", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][3] = {{3, 4, 5}, {40, 512, 64}, {7, 9, 3}, {1, 1, 1}, {33, 20, 17}};  // slots, d, capacity

@@ -40,7 +40,11 @@ class FakeStepModel : public StepModel {
   int32_t decoder_start_id() const override { return start_id_; }
   std::vector<int32_t> suppressed_ids() const override { return suppressed_; }
 
-  std::unique_ptr<DecoderState> start() override { return std::make_unique<State>(); }
+  std::unique_ptr<DecoderState> start() override {
+    auto state = std::make_unique<State>();
+    state->room_slots = room_slots;
+    return state;
+  }
 
   // Sentences are numbered in admission order over the state's life (the first admit's are 0, 1, ...).
   void admit(DecoderState& decoder_state, const std::vector<std::vector<int32_t>>& sources) override {
@@ -98,6 +102,9 @@ class FakeStepModel : public StepModel {
   // fails as well.
   size_t reserved_slot_limit = 0;
   bool reserved_limit_on_admit = true;  // where the limit bites: a wave's encoder, a decoder step
+  // The pools' room (DecoderState::has_room_for) of states started after it is set: slots may join while
+  // all slots stay within it (0 = no limit). Unlike slot_limit, nothing fails past it.
+  size_t room_slots = 0;
   bool reserved_limit_on_step = true;
   mutable int out_of_memory_errors = 0;
   mutable std::vector<int64_t> reservations;  // slots of each reserve call that succeeded
@@ -148,7 +155,11 @@ class FakeStepModel : public StepModel {
     std::vector<Slot> entries;  // one per slot
     size_t next_sentence = 0;
     size_t reserved_slots = 0;
+    size_t room_slots = 0;
     int64_t slots() const override { return static_cast<int64_t>(entries.size()); }
+    bool has_room_for(int64_t new_slots, int64_t /*new_positions*/) const override {
+      return room_slots == 0 || entries.size() + static_cast<size_t>(new_slots) <= room_slots;
+    }
   };
 
   int64_t vocab_;

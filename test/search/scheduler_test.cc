@@ -143,6 +143,32 @@ TEST_CASE("scheduler: sentences join as others finish, within the budget, each a
   }
 }
 
+TEST_CASE("scheduler: sentences join only while the model's pools have room, and alone regardless",
+          "[search][scheduler]") {
+  const auto all = sources(30);
+  SearchOptions search;
+  search.beam_size = 3;
+  search.max_length_a = 9;
+  SchedulerOptions scheduling;
+  scheduling.max_sentences = 8;
+  scheduling.max_tokens = 1000;
+  scheduling.min_join = 1;
+  FakeStepModel model = hash_model();
+  model.room_slots = 7;  // two sentences of 3 beams; the third waits
+  const Observation seen = run(model, search, scheduling, all);
+  size_t most_rows = 0;
+  for (const auto& step : model.steps) most_rows = std::max(most_rows, step.size());
+  CHECK(most_rows <= 7);
+  CHECK(seen.most_in_flight == 2);
+  check_alone_results(seen, search, all);
+  // A room smaller than one sentence: each runs alone, and all finish.
+  FakeStepModel tight = hash_model();
+  tight.room_slots = 2;
+  const Observation alone = run(tight, search, scheduling, all);
+  CHECK(alone.most_in_flight == 1);
+  CHECK(alone.results.size() == all.size());
+}
+
 TEST_CASE("scheduler: batch-level batching admits a batch only when the last one is done", "[search][scheduler]") {
   const auto all = sources(17);
   SearchOptions search;
