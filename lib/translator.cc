@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <deque>
 #include <future>
+#include <iterator>
 #include <optional>
+#include <thread>
 
 #include "memory_budget.h"
 #include "models/encoder_decoder_model.h"
@@ -141,11 +143,13 @@ struct TokenizeSettings {
 };
 
 // Lines (none blank) whose sentence ids are first_id, first_id + 1, ... in order.
-TokenizedLines tokenize_lines(const Tokenizer& tokenizer, const TokenizeSettings& settings,
-                              const std::vector<Line>& lines, const std::vector<uint64_t>& ids) {
+// Lines [begin, end) of `lines`, unsorted; seconds: the work's time.
+TokenizedLines tokenize_range(const Tokenizer& tokenizer, const TokenizeSettings& settings,
+                              const std::vector<Line>& lines, const std::vector<uint64_t>& ids, size_t begin,
+                              size_t end) {
   const Clock::time_point start = Clock::now();
   TokenizedLines tokenized;
-  for (size_t i = 0; i < lines.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const Line& line = lines[i];
     std::vector<int32_t> source = tokenizer.encode_source(line.text);
     const size_t original = source.size();
@@ -162,9 +166,40 @@ TokenizedLines tokenize_lines(const Tokenizer& tokenizer, const TokenizeSettings
     tokenized.source_tokens += source.size();
     tokenized.sentences.push_back(SessionSentence{ids[i], std::move(source), line.index, std::move(prefix)});
   }
+  tokenized.seconds = seconds_since(start);
+  return tokenized;
+}
+
+// Below this many lines a thread of its own costs more than it saves.
+constexpr size_t kLinesPerTokenizerThread = 256;
+constexpr size_t kMostTokenizerThreads = 8;
+
+// The lines' sources, longest first (ties in line order). A read-ahead is tokenized on several threads (the
+// tokenizer is const): a run's first one is done in place, before any decoding, and took 0.06 s of a
+// 0.5 s newstest2014 pass on one thread. seconds: the work, summed over threads.
+TokenizedLines tokenize_lines(const Tokenizer& tokenizer, const TokenizeSettings& settings,
+                              const std::vector<Line>& lines, const std::vector<uint64_t>& ids) {
+  const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+  const size_t threads =
+      std::clamp<size_t>(lines.size() / kLinesPerTokenizerThread, 1, std::min(cores, kMostTokenizerThreads));
+  const size_t per_thread = (lines.size() + threads - 1) / threads;
+  std::vector<std::future<TokenizedLines>> others;
+  for (size_t t = 1; t < threads; ++t) {
+    const size_t begin = std::min(lines.size(), t * per_thread), end = std::min(lines.size(), begin + per_thread);
+    others.push_back(std::async(std::launch::async, [&, begin, end] {
+      return tokenize_range(tokenizer, settings, lines, ids, begin, end);
+    }));
+  }
+  TokenizedLines tokenized = tokenize_range(tokenizer, settings, lines, ids, 0, std::min(lines.size(), per_thread));
+  for (std::future<TokenizedLines>& other : others) {  // in line order; get() rethrows a thread's error
+    TokenizedLines part = other.get();
+    std::move(part.sentences.begin(), part.sentences.end(), std::back_inserter(tokenized.sentences));
+    std::move(part.warnings.begin(), part.warnings.end(), std::back_inserter(tokenized.warnings));
+    tokenized.source_tokens += part.source_tokens;
+    tokenized.seconds += part.seconds;
+  }
   std::stable_sort(tokenized.sentences.begin(), tokenized.sentences.end(),
                    [](const SessionSentence& a, const SessionSentence& b) { return a.source.size() > b.source.size(); });
-  tokenized.seconds = seconds_since(start);
   return tokenized;
 }
 

@@ -11,6 +11,8 @@
 #include <iterator>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "catch.h"
 #include "support/golden.h"
 #include "support/model_builder.h"
@@ -131,6 +133,26 @@ TEST_CASE("long lines are truncated with a warning naming the line", "[e2e][cli]
   CHECK(count_lines(result.out) == 2);
   CHECK(result.err.find("line 2:") != std::string::npos);
   CHECK(result.err.find("truncated") != std::string::npos);
+}
+
+TEST_CASE("a read-ahead tokenized on several threads keeps warnings and lines in input order", "[e2e][cli]") {
+  // 1,200 lines (several tokenizer threads where the machine has the cores): every 100th is long.
+  std::string input;
+  for (int i = 1; i <= 1200; ++i)
+    input += i % 100 == 0 ? "this line has many more than eight tokens in it for sure, really\n" : "short\n";
+  std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--device",
+                                        "cpu", "--max-input-length", "8", "--beam-size", "1"};
+  const ProcessResult result = run_process(arguments, input);
+  REQUIRE(result.exit_code == 0);
+  const auto lines = split_lines(result.out);
+  REQUIRE(lines.size() == 1200);
+  for (size_t i = 0; i < lines.size(); ++i) CHECK(lines[i] == lines[(i + 1) % 100 == 0 ? 99 : 0]);
+  size_t from = 0;
+  for (int i = 100; i <= 1200; i += 100) {  // one warning per long line, in line order
+    const size_t at = result.err.find(fmt::format("line {}:", i), from);
+    REQUIRE(at != std::string::npos);
+    from = at + 1;
+  }
 }
 
 TEST_CASE("results do not depend on which sentences share a batch", "[e2e][cli]") {
