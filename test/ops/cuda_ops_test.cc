@@ -97,7 +97,10 @@ TEST_CASE("cuda matmul matches the CPU, with and without transposed b", "[gpu]")
         const Tensor expected = ops::matmul(a.cpu, b.cpu, options);
         const Tensor got = ops::matmul(a.gpu, b.gpu, options);
         REQUIRE(got.shape() == expected.shape());
-        CHECK(max_relative_error(values_of(got), expected.to_float_vector()) < tolerance(dtype));
+        // Rounding grows with the sums' length and size (both ~k here): fp32 at k = 512 reached 1.1e-5 of
+        // |result| on one seed, from summation order alone.
+        const double k_scale = std::max(1.0, static_cast<double>(k) / 128.0);
+        CHECK(max_relative_error(values_of(got), expected.to_float_vector()) < tolerance(dtype) * k_scale);
       }
 }
 
