@@ -30,8 +30,8 @@ struct StepGraph {
 //  - the encoder memory is a pool of positions where each sentence holds its source as one run.
 // Blocks, not whole rows of the longest output: a run's memory then follows the lengths it decodes (on
 // newstest2014, whole rows held the pool at 256 rows x 256 positions once any output passed 128 tokens).
-// Runs, not rows of the longest source, for the same reason: rows of 128 positions took 403 MiB of the
-// 710 MiB peak there, twice the token budget's 201 MiB. A run is contiguous, so cross-attention reads it
+// Runs, not rows of the longest source, for the same reason: rows made each of 256 sentences hold at least
+// 128 positions there, twice the token budget's 16,384 or more. A run is contiguous, so cross-attention reads it
 // like a row, and a freed run leaves a hole that a compaction closes when no hole is long enough.
 class EncoderDecoderState : public DecoderState {
  public:
