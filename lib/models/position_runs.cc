@@ -6,10 +6,9 @@
 
 namespace seqtrans {
 
-int64_t PositionRuns::longest_free() const {
-  int64_t longest = 0;
-  for (const auto& [start, length] : free_) longest = std::max(longest, length);
-  return longest;
+PositionRuns::PositionRuns(int64_t size) : size_(size) {
+  SEQTRANS_CHECK(size >= 0, "position runs: a pool of {} positions", size);
+  if (size > 0) free_.emplace(0, size);
 }
 
 int64_t PositionRuns::take(int64_t length) {
@@ -49,23 +48,6 @@ void PositionRuns::give_back(int64_t start, int64_t length) {
     }
   }
   free_.emplace(start, length);
-}
-
-void PositionRuns::grow(int64_t new_size) {
-  if (new_size <= size_) return;
-  const int64_t added = new_size - size_;
-  const auto last = free_.empty() ? free_.end() : std::prev(free_.end());
-  if (last != free_.end() && last->first + last->second == size_)
-    last->second += added;
-  else
-    free_.emplace(size_, added);
-  size_ = new_size;
-}
-
-void PositionRuns::clear() {
-  free_.clear();
-  used_ = 0;
-  if (size_ > 0) free_.emplace(0, size_);
 }
 
 }  // namespace seqtrans

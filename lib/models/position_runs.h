@@ -9,21 +9,16 @@ namespace seqtrans {
 
 class PositionRuns {
  public:
-  explicit PositionRuns(int64_t size = 0) { grow(size); }
+  // `size` positions, all free.
+  explicit PositionRuns(int64_t size = 0);
 
   int64_t size() const { return size_; }
   int64_t used() const { return used_; }
-  // The longest free run (what take() can give without a compaction).
-  int64_t longest_free() const;
 
   // The start of `length` consecutive free positions, now taken; -1 when no free run is that long.
   int64_t take(int64_t length);
   // Frees a run take() gave (the whole run); merges it with its free neighbours.
   void give_back(int64_t start, int64_t length);
-  // Positions [size(), new_size) become free (new_size below size() changes nothing).
-  void grow(int64_t new_size);
-  // Every position free again.
-  void clear();
 
  private:
   std::map<int64_t, int64_t> free_;  // start -> length of each free run; neighbours never both free

@@ -95,6 +95,13 @@ Observation run(FakeStepModel& model, const SearchOptions& search, const Schedul
   return seen;
 }
 
+// The most rows any step computed.
+size_t most_rows(const FakeStepModel& model) {
+  size_t most = 0;
+  for (const auto& step : model.steps) most = std::max(most, step.size());
+  return most;
+}
+
 void check_alone_results(const Observation& seen, const SearchOptions& search,
                          const std::vector<std::vector<int32_t>>& all) {
   REQUIRE(seen.results.size() == all.size());
@@ -132,9 +139,7 @@ TEST_CASE("scheduler: sentences join as others finish, within the budget, each a
     CHECK(seen.most_in_flight >= 4);
     CHECK(seen.most_tokens_in_flight <= 30);
     // Rows are computed only for sentences in flight: never more than the budget's rows.
-    size_t most_rows = 0;
-    for (const auto& step : model.steps) most_rows = std::max(most_rows, step.size());
-    CHECK(most_rows <= static_cast<size_t>(5 * beam));
+    CHECK(most_rows(model) <= static_cast<size_t>(5 * beam));
     // Sentences joined while others were decoding (more waves than batch-level batching would need, and
     // finishing out of submission order).
     CHECK(model.admitted.size() > 40 / 5);
@@ -156,9 +161,7 @@ TEST_CASE("scheduler: sentences join only while the model's pools have room, and
   FakeStepModel model = hash_model();
   model.room_slots = 7;  // two sentences of 3 beams; the third waits
   const Observation seen = run(model, search, scheduling, all);
-  size_t most_rows = 0;
-  for (const auto& step : model.steps) most_rows = std::max(most_rows, step.size());
-  CHECK(most_rows <= 7);
+  CHECK(most_rows(model) <= 7);
   CHECK(seen.most_in_flight == 2);
   check_alone_results(seen, search, all);
   // A room smaller than one sentence: each runs alone, and all finish.

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -7,29 +8,24 @@
 
 using namespace seqtrans;
 
-TEST_CASE("position runs: first fit, freed runs merge with their neighbours, growth adds at the end", "[unit]") {
+TEST_CASE("position runs: first fit, and freed runs merge with their neighbours", "[unit]") {
   PositionRuns runs(10);
   CHECK(runs.take(4) == 0);
   CHECK(runs.take(3) == 4);
   CHECK(runs.take(4) == -1);  // 3 left
-  CHECK(runs.longest_free() == 3);
   CHECK(runs.take(3) == 7);
   CHECK(runs.used() == 10);
   runs.give_back(0, 4);
   runs.give_back(7, 3);
   CHECK(runs.take(5) == -1);  // 4 + 3 free, apart
   runs.give_back(4, 3);       // joins both: all free
-  CHECK(runs.longest_free() == 10);
   CHECK(runs.take(10) == 0);
   runs.give_back(0, 10);
   CHECK(runs.take(2) == 0);
-  runs.grow(16);
-  CHECK(runs.longest_free() == 14);  // the free end joins the new positions
-  CHECK(runs.take(14) == 2);
-  CHECK(runs.used() == 16);
-  runs.clear();
-  CHECK(runs.used() == 0);
-  CHECK(runs.take(16) == 0);
+  CHECK(runs.take(8) == 2);  // the rest is still one run
+  CHECK(runs.used() == 10);
+  CHECK(PositionRuns().take(1) == -1);
+  CHECK_THROWS_AS(PositionRuns(-1), Error);
 }
 
 TEST_CASE("position runs refuse runs they did not give", "[unit]") {
@@ -55,8 +51,10 @@ TEST_CASE("position runs: random takes and frees never overlap and account for e
     if (live.empty() || random() % 2 == 0) {
       const int64_t length = 1 + static_cast<int64_t>(random() % 20);
       const int64_t start = runs.take(length);
-      if (start < 0) {
-        CHECK(runs.longest_free() < length);
+      if (start < 0) {  // then no free stretch is that long
+        int64_t longest = 0, current = 0;
+        for (char o : owner) longest = std::max(longest, current = o ? 0 : current + 1);
+        CHECK(longest < length);
         continue;
       }
       for (int64_t p = start; p < start + length; ++p) {
