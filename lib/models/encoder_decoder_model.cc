@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -36,7 +37,8 @@ struct StepGraph {
 class EncoderDecoderState : public DecoderState {
  public:
   int64_t slots() const override { return static_cast<int64_t>(positions.size()); }
-  bool has_room_for(int64_t new_slots, int64_t new_positions) const override;
+  int64_t room_left() const override;
+  int64_t room_needed(int64_t new_slots, int64_t new_positions) const override;
 
   // Per slot, on the host.
   std::vector<int32_t> positions;  // tokens already fed
@@ -56,6 +58,12 @@ class EncoderDecoderState : public DecoderState {
   // block (its most), and per history row the key lengths of the last step (what it copied back).
   std::vector<int32_t> block_fill;
   std::vector<int32_t> history_lengths;
+  // select()'s next per-slot vectors and per-sentence counts, kept so that a step allocates nothing.
+  struct {
+    std::vector<int32_t> positions, sentences, reorder, lanes;
+    std::vector<int32_t> slots_of_sentence, first_position;
+    std::vector<char> had_slot;
+  } next;
 
   // On the device. Graphs recorded against these buffers stay valid until the buffers move.
   std::vector<DecoderLayerCache> layers;  // self caches [blocks, B, d], memory [positions, 1, d]
@@ -94,15 +102,19 @@ constexpr int64_t kBlockPositions = 16;
 // Room in the block pool: every slot is expected to fill blocks up to its source's length (or its
 // position, when past it), and to waste at most one block rounding up. Without this, iteration-level
 // batching kept 256 sentences in flight whatever their lengths, and its pool grew past the shrinking
-// batches' (newstest2014: 8,192 blocks against 4,096).
-bool EncoderDecoderState::has_room_for(int64_t new_slots, int64_t new_positions) const {
-  if (cache_blocks == 0) return true;
-  int64_t expected = new_positions / kBlockPositions + new_slots;
+// batches' (newstest2014: 8,192 blocks against 4,096). Before the first step there is no pool to keep.
+int64_t EncoderDecoderState::room_left() const {
+  if (cache_blocks == 0) return std::numeric_limits<int64_t>::max();
+  int64_t expected = 0;
   for (size_t s = 0; s < positions.size(); ++s) {
     const int64_t reach = std::max<int64_t>(positions[s], source_lengths[static_cast<size_t>(sentences[s])]) + 1;
     expected += (reach + kBlockPositions - 1) / kBlockPositions;
   }
-  return expected <= cache_blocks;
+  return cache_blocks - expected;
+}
+
+int64_t EncoderDecoderState::room_needed(int64_t new_slots, int64_t new_positions) const {
+  return new_positions / kBlockPositions + new_slots;
 }
 
 namespace {
@@ -722,15 +734,15 @@ void EncoderDecoderModel::step_samples(DecoderState& base_state, const std::vect
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   const int64_t old_slots = state.slots();
-  std::vector<int32_t> positions, sentences, reorder, lanes;
-  positions.reserve(sources.size());
-  sentences.reserve(sources.size());
-  reorder.reserve(sources.size());
-  lanes.reserve(sources.size());
+  auto& [positions, sentences, reorder, lanes, slots_of_sentence, first_position, had_slot] = state.next;
+  positions.clear();
+  sentences.clear();
+  reorder.clear();
+  lanes.clear();
   // The k-th new slot of a sentence writes the sentence's lane k. All its slots sit at one position p, and
   // no lane of the sentence holds p yet, so any such assignment is safe.
-  std::vector<int32_t> slots_of_sentence(static_cast<size_t>(state.sentence_rows), 0);
-  std::vector<int32_t> first_position(static_cast<size_t>(state.sentence_rows), -1);
+  slots_of_sentence.assign(static_cast<size_t>(state.sentence_rows), 0);
+  first_position.assign(static_cast<size_t>(state.sentence_rows), -1);
   for (int32_t source : sources) {
     SEQTRANS_CHECK(source >= 0 && source < old_slots, "select: slot {} out of {}", source, old_slots);
     const int32_t sentence = state.sentences[source], position = state.positions[source];
@@ -746,7 +758,7 @@ void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int
     lanes.push_back(lane);
   }
   // Sentences left with no slot leave: their row, memory run and cache blocks are free again.
-  std::vector<char> had_slot(static_cast<size_t>(state.sentence_rows), 0);
+  had_slot.assign(static_cast<size_t>(state.sentence_rows), 0);
   for (int32_t sentence : state.sentences) had_slot[sentence] = 1;
   for (int32_t sentence = 0; sentence < state.sentence_rows; ++sentence) {
     if (!had_slot[sentence] || slots_of_sentence[sentence] > 0) continue;
@@ -756,10 +768,10 @@ void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int
     state.memory_runs.give_back(state.memory_starts[sentence], state.source_lengths[sentence]);
     state.free_sentences.push_back(sentence);
   }
-  state.positions = std::move(positions);
-  state.sentences = std::move(sentences);
-  state.reorder = std::move(reorder);
-  state.lanes = std::move(lanes);
+  std::swap(state.positions, positions);
+  std::swap(state.sentences, sentences);
+  std::swap(state.reorder, reorder);
+  std::swap(state.lanes, lanes);
 }
 
 }  // namespace seqtrans

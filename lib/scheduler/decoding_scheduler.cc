@@ -44,6 +44,7 @@ std::vector<SessionSentence> DecodingScheduler::next_wave() {
   // starves); a sentence longer than the whole budget goes alone when nothing else is in flight.
   size_t tokens = tokens_in_flight();
   size_t fitting = 0, joining_tokens = 0;
+  const int64_t room = session_.state().room_left();
   for (const SessionSentence& sentence : waiting_) {
     const bool alone = in_flight + fitting == 0;
     if (in_flight + fitting >= options_.max_sentences) break;
@@ -52,7 +53,7 @@ std::vector<SessionSentence> DecodingScheduler::next_wave() {
     // does not bound.
     const int64_t slots = static_cast<int64_t>(fitting + 1) * slots_per_sentence_;
     const int64_t positions = static_cast<int64_t>(joining_tokens + sentence.source.size()) * slots_per_sentence_;
-    if (!alone && !session_.state().has_room_for(slots, positions)) break;
+    if (!alone && session_.state().room_needed(slots, positions) > room) break;
     tokens += sentence.source.size();
     joining_tokens += sentence.source.size();
     ++fitting;

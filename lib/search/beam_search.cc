@@ -280,11 +280,16 @@ class BeamSentence : public SentenceSearch {
       }
       const size_t row = static_cast<size_t>(outputs.first_slot + static_cast<int64_t>(beam)) *
                          static_cast<size_t>(candidates.k);
-      row_ids_.assign(candidates.ids.begin() + row, candidates.ids.begin() + row + candidates.k);
-      row_log_probs_.assign(candidates.log_probs.begin() + row, candidates.log_probs.begin() + row + candidates.k);
-      if (banned) drop_eos();
-      top.offer_candidates(static_cast<int32_t>(beam), parent_log_prob, row_ids_.data(), row_log_probs_.data(),
-                           static_cast<int>(row_ids_.size()), vocab_);
+      const int32_t* ids = candidates.ids.data() + row;
+      const float* log_probs = candidates.log_probs.data() + row;
+      int count = candidates.k;
+      if (banned) {  // a copy without EOS
+        drop_eos(ids, log_probs, count);
+        ids = row_ids_.data();
+        log_probs = row_log_probs_.data();
+        count = static_cast<int>(row_ids_.size());
+      }
+      top.offer_candidates(static_cast<int32_t>(beam), parent_log_prob, ids, log_probs, count, vocab_);
     }
     SEQTRANS_CHECK(!top.ranked().empty(), "no token has a finite score at step {}", sentence_.generated);
     advance_beam(sentence_, top.ranked(), settings_);
@@ -314,16 +319,16 @@ class BeamSentence : public SentenceSearch {
     continuing.push_back(0);
   }
 
-  // A row that bans EOS got one candidate more than the beam needs: EOS leaves it.
-  void drop_eos() {
-    size_t kept = 0;
-    for (size_t i = 0; i < row_ids_.size(); ++i) {
-      if (row_ids_[i] == settings_.eos_id) continue;
-      row_ids_[kept] = row_ids_[i];
-      row_log_probs_[kept++] = row_log_probs_[i];
+  // A row that bans EOS got one candidate more than the beam needs: its candidates but EOS, into
+  // row_ids_ and row_log_probs_.
+  void drop_eos(const int32_t* ids, const float* log_probs, int count) {
+    row_ids_.clear();
+    row_log_probs_.clear();
+    for (int i = 0; i < count; ++i) {
+      if (ids[i] == settings_.eos_id) continue;
+      row_ids_.push_back(ids[i]);
+      row_log_probs_.push_back(log_probs[i]);
     }
-    row_ids_.resize(kept);
-    row_log_probs_.resize(kept);
   }
 
   BeamSettings settings_;
@@ -336,7 +341,7 @@ class BeamSentence : public SentenceSearch {
   SentenceBeam sentence_;
   std::vector<int32_t> inputs_;  // [running beams]
   TopCandidates top_;            // this step's best 2 * beam_size continuations (capacity reused)
-  std::vector<int32_t> row_ids_;
+  std::vector<int32_t> row_ids_;  // a row without EOS (drop_eos), capacity reused
   std::vector<float> row_log_probs_;
 };
 

@@ -20,10 +20,12 @@ class DecoderState {
  public:
   virtual ~DecoderState() = default;
   virtual int64_t slots() const = 0;
-  // Whether sentences with `new_slots` slots and `new_positions` positions expected in them (each slot
-  // its source's length) may join now, the running slots expected to reach their sources' lengths too: so
-  // that joining sentences do not make the pools grow. The scheduler asks before admitting.
-  virtual bool has_room_for(int64_t /*new_slots*/, int64_t /*new_positions*/) const { return true; }
+  // Room in the pools for joining sentences, in the state's own units (cache blocks for the encoder-decoder
+  // model): what is left once every running slot reaches its source's length (room_left), and what joining
+  // slots expected to hold `new_positions` positions in all take (room_needed). The scheduler admits while
+  // the need stays within what is left, so that joining sentences do not make the pools grow.
+  virtual int64_t room_left() const { return std::numeric_limits<int64_t>::max(); }
+  virtual int64_t room_needed(int64_t /*new_slots*/, int64_t /*new_positions*/) const { return 0; }
 };
 
 // Hugging Face's repetition controls for one step (ops::penalize_repetitions): each slot's decoder inputs so

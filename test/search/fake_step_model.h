@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -102,7 +103,7 @@ class FakeStepModel : public StepModel {
   // fails as well.
   size_t reserved_slot_limit = 0;
   bool reserved_limit_on_admit = true;  // where the limit bites: a wave's encoder, a decoder step
-  // The pools' room (DecoderState::has_room_for) of states started after it is set: slots may join while
+  // The pools' room (DecoderState::room_left) of states started after it is set: slots may join while
   // all slots stay within it (0 = no limit). Unlike slot_limit, nothing fails past it.
   size_t room_slots = 0;
   bool reserved_limit_on_step = true;
@@ -157,9 +158,11 @@ class FakeStepModel : public StepModel {
     size_t reserved_slots = 0;
     size_t room_slots = 0;
     int64_t slots() const override { return static_cast<int64_t>(entries.size()); }
-    bool has_room_for(int64_t new_slots, int64_t /*new_positions*/) const override {
-      return room_slots == 0 || entries.size() + static_cast<size_t>(new_slots) <= room_slots;
+    int64_t room_left() const override {
+      return room_slots == 0 ? std::numeric_limits<int64_t>::max()
+                             : static_cast<int64_t>(room_slots) - static_cast<int64_t>(entries.size());
     }
+    int64_t room_needed(int64_t new_slots, int64_t /*new_positions*/) const override { return new_slots; }
   };
 
   int64_t vocab_;
