@@ -24,8 +24,9 @@ class SelfAttention {
   // Whole-sequence form (encoder). x: [b, t, d] as [b*t, d]; lengths: [b] -> [b*t, d].
   Tensor forward(const Tensor& x, int64_t batch, const Tensor& lengths) const;
   // Packed form (encoder, no padding): x [n, d] holds the sentences' tokens one after another; token q
-  // attends to its sentence's keys, the tokens key_table[q, :key_lengths[q]] ([n, T], [n] int32) -> [n, d].
-  Tensor forward_packed(const Tensor& x, const Tensor& key_table, const Tensor& key_lengths) const;
+  // attends to its sentence's keys, the key_lengths[q] tokens from token key_starts[q] on ([n] int32 each;
+  // no length above `longest`) -> [n, d].
+  Tensor forward_packed(const Tensor& x, const Tensor& key_starts, const Tensor& key_lengths, int64_t longest) const;
   // One decoding step against a per-slot cache. x: [s, d]; caches: [s, capacity, d]; this step's key and
   // value go to (slot, position) and the history table records it.
   Tensor step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const DecoderStepInputs& inputs) const;

@@ -12,8 +12,9 @@ Tensor EncoderLayer::forward(const Tensor& x, int64_t batch, const Tensor& lengt
   return ffn_.forward(self_attention_.forward(x, batch, lengths));
 }
 
-Tensor EncoderLayer::forward_packed(const Tensor& x, const Tensor& key_table, const Tensor& key_lengths) const {
-  return ffn_.forward(self_attention_.forward_packed(x, key_table, key_lengths));
+Tensor EncoderLayer::forward_packed(const Tensor& x, const Tensor& key_starts, const Tensor& key_lengths,
+                                    int64_t longest) const {
+  return ffn_.forward(self_attention_.forward_packed(x, key_starts, key_lengths, longest));
 }
 
 DecoderLayer::DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)

@@ -283,30 +283,28 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
                  "source of {} tokens exceeds the model's {} positions", longest, config_.max_positions);
   const int64_t time = static_cast<int64_t>(longest);
 
-  // The tokens one after another ([n]); token q of a sentence starting at `start` attends to the tokens
-  // start .. start + length - 1 (its row of the key table [n, t]); the rest of a row is never read.
-  std::vector<int32_t> ids, positions, key_lengths, key_table;
+  // The tokens one after another ([n]); token q of a sentence starting at `start` attends to the `length`
+  // tokens from `start` on (a key span: nothing per key goes to the device).
+  std::vector<int32_t> ids, positions, key_starts, key_lengths;
   ids.reserve(tokens);
   positions.reserve(tokens);
+  key_starts.reserve(tokens);
   key_lengths.reserve(tokens);
-  key_table.reserve(tokens * longest);
   int32_t start = 0;
   for (const auto& source : sources) {
     const int32_t length = static_cast<int32_t>(source.size());
     for (int32_t t = 0; t < length; ++t) {
       ids.push_back(source[t]);
       positions.push_back(t);
+      key_starts.push_back(start);
       key_lengths.push_back(length);
-      for (int32_t j = 0; j < time; ++j) key_table.push_back(start + std::min(j, length - 1));
     }
     start += length;
   }
-  const int64_t n = static_cast<int64_t>(tokens);
-  const Tensor table = Tensor::from_ints({n, time}, key_table);
-  const Tensor device_table = options_.device == Device::CPU ? table : table.to(options_.device);
+  const Tensor starts = ids_tensor(key_starts, options_.device);
   const Tensor lengths = ids_tensor(key_lengths, options_.device);
   Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);  // [n, d]
-  for (const EncoderLayer& layer : encoder_layers_) x = layer.forward_packed(x, device_table, lengths);
+  for (const EncoderLayer& layer : encoder_layers_) x = layer.forward_packed(x, starts, lengths, time);
   return x;
 }
 
