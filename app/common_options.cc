@@ -95,11 +95,6 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "encoder pass takes a group (0 = half of --max-batch-size)")
       ->check(CLI::Range(size_t{0}, size_t{1} << 20))
       ->capture_default_str();
-  command.add_option("--search-threads", translator.search_threads,
-                     "Host threads sharing the searches' work between decoder steps (0 = automatic: up to 4 on "
-                     "a GPU, 1 on the CPU)")
-      ->check(CLI::Range(0, 64))
-      ->capture_default_str();
   command.add_option("--read-ahead", translator.batching.read_ahead, "Lines read and sorted by length together")
       ->check(CLI::Range(size_t{1}, size_t{1} << 24))
       ->capture_default_str();

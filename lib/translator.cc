@@ -76,11 +76,6 @@ size_t Translator::arena_limit_bytes(size_t max_gpu_memory) {
   return static_cast<size_t>(std::strtoull(test_limit, nullptr, 10)) << 20;
 }
 
-int Translator::automatic_search_threads(Device device) {
-  if (device == Device::CPU) return 1;
-  return std::clamp(static_cast<int>(std::thread::hardware_concurrency() / 4), 1, 4);
-}
-
 void Translator::resolve_search(const SearchOptions& search, const OpenSettings& open) {
   SearchOptions resolved = search;
   const SettingSources sources = apply_generation_defaults(file_->generation_defaults(), open, resolved);
@@ -101,7 +96,6 @@ void Translator::start_decoding() {
   scheduling.max_sentences = options_.batching.max_batch_size;
   scheduling.max_tokens = options_.batching.max_batch_tokens;
   scheduling.min_join = options_.min_join > 0 ? options_.min_join : std::max<size_t>(1, scheduling.max_sentences / 2);
-  scheduling.host_threads = options_.search_threads > 0 ? options_.search_threads : automatic_search_threads(options_.device);
   scheduler_ = std::make_unique<DecodingScheduler>(*model_, options_.search, scheduling);
   // The pools' rows are sized for the budget now, so that steps never move them (and graphs are recorded
   // once per bucket). Their positions grow with the longest source and output met: reserving the longest

@@ -38,9 +38,6 @@ struct TranslatorOptions {
   // Iteration: a wave of joining sentences waits until this many fit (see SchedulerOptions::min_join);
   // 0 = half of batching.max_batch_size.
   size_t min_join = 0;
-  // Host threads (the decoding thread included) sharing the searches' work between two decoder steps;
-  // 0 = automatic: on a GPU up to 4 (a quarter of the cores), on the CPU 1 (the model's kernels use the cores).
-  int search_threads = 0;
   SearchOptions search;
   // The text each input line's translation must start with, by input line number (Line::index); an
   // empty string: none. Empty: no prefixes. The prefix is part of the translation (SessionSentence::prefix
@@ -135,8 +132,6 @@ class Translator {
   // Applies the model file's defaults to the open settings of `search`, checks the result and keeps it.
   void resolve_search(const SearchOptions& search, const OpenSettings& open);
   static size_t arena_limit_bytes(size_t max_gpu_memory);
-  // --search-threads 0: the host threads that share a step's search work on this device.
-  static int automatic_search_threads(Device device);
   // A new running decode (scheduler, pools) for the current search settings.
   void start_decoding();
   Translation blank_translation() const;

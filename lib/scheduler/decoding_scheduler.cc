@@ -8,7 +8,7 @@
 namespace seqtrans {
 
 DecodingScheduler::DecodingScheduler(StepModel& model, const SearchOptions& search, const SchedulerOptions& options)
-    : options_(options), model_(model), slots_per_sentence_(slots_per_sentence(search)), session_(model, search, options.host_threads) {
+    : options_(options), model_(model), slots_per_sentence_(slots_per_sentence(search)), session_(model, search) {
   SEQTRANS_CHECK(options.max_sentences >= 1 && options.max_tokens >= 1 && options.min_join >= 1,
                  "scheduler: the sentence and token budgets and min_join must be at least 1");
   // Naive batching keeps done sentences' rows until the whole batch is done: only a batch has an end.

@@ -37,8 +37,6 @@ struct SchedulerOptions {
   // Measured on newstest2014 (H100, beam 4, 64 sentences): 1 -> 64.6k target tokens/s (1,415 encoder
   // waves), 8 -> 86-95k (327 waves), 32 -> 109k (91 waves): the translator's default is half the budget.
   size_t min_join = 8;
-  // Host threads, the caller included, that share the searches' reading of each step (SearchSession).
-  int host_threads = 1;
 };
 
 // Counters for the benchmark and the summary.

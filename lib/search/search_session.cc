@@ -18,15 +18,14 @@ double seconds_between(Clock::time_point start, Clock::time_point end) {
 
 }  // namespace
 
-SearchSession::SearchSession(StepModel& model, const SearchOptions& options, int host_threads)
+SearchSession::SearchSession(StepModel& model, const SearchOptions& options)
     : model_(model),
       options_(options),
       plan_(step_plan(model, options)),
       sampling_base_(sampling_base(options)),
       repetitions_{options.repetition_penalty, options.no_repeat_ngram_size,
                    /*on_log_probs=*/search_kind(options) == SearchKind::Beam, {}},
-      state_(model.start()),
-      workers_(std::max(host_threads, 1) - 1) {
+      state_(model.start()) {
   check_step_model(model);
 }
 
@@ -107,9 +106,9 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
   const Clock::time_point stepped = Clock::now();
   times_.model_step += seconds_between(start, stepped);
 
-  advance_all(outputs);
-  // Sentences that stay are compacted in place, in order; `sources` keeps its capacity.
+  // Sentences that stay are compacted in place, in order; `sources` and `continuing` keep their capacity.
   std::vector<int32_t>& sources = sources_;  // [next slots] the slot each continues
+  std::vector<int32_t>& continuing = continuing_;
   sources.clear();
   size_t kept = 0;
   for (Active& active : active_) {
@@ -120,7 +119,9 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
       keep(active, kept);
       continue;
     }
-    const size_t slots_before = static_cast<size_t>(active.slots_before);
+    outputs.first_slot = first;
+    const size_t slots_before = active.search->inputs().size();
+    active.search->advance(outputs, continuing);
     if (active.search->done()) {
       finished.push_back(FinishedSentence{active.id, active.search->take_result()});
       --running_;
@@ -133,7 +134,7 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
       keep(active, kept);
       continue;
     }
-    for (int32_t index : active.continuing) sources.push_back(first + index);
+    for (int32_t index : continuing) sources.push_back(first + index);
     keep(active, kept);
   }
   active_.resize(kept);
@@ -144,27 +145,6 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
   }
   if (!is_identity_selection(sources, state_->slots())) model_.select(*state_, sources);
   times_.search += seconds_between(stepped, Clock::now());
-}
-
-void SearchSession::advance_all(const SlotOutputs& outputs) {
-  const auto advance_range = [&](size_t begin, size_t end) {
-    SlotOutputs own = outputs;
-    for (size_t i = begin; i < end; ++i) {
-      Active& active = active_[i];
-      if (!active.search) continue;
-      own.first_slot = active.first_slot;
-      active.slots_before = static_cast<int32_t>(active.search->inputs().size());
-      active.search->advance(own, active.continuing);
-    }
-  };
-  // A part is a run of sentences; fewer than this many per thread are not worth the hand-over.
-  constexpr size_t kSentencesPerPart = 16;
-  const size_t parts = std::min(active_.size() / kSentencesPerPart, static_cast<size_t>(2 * workers_.size()));
-  if (parts <= 1) return advance_range(0, active_.size());
-  workers_.run(static_cast<int>(parts), [&](int part) {
-    advance_range(active_.size() * static_cast<size_t>(part) / parts,
-                  active_.size() * static_cast<size_t>(part + 1) / parts);
-  });
 }
 
 void SearchSession::keep(Active& active, size_t& kept) {

@@ -7,7 +7,6 @@
 #include <memory>
 #include <vector>
 
-#include "core/worker_team.h"
 #include "search/options.h"
 #include "search/result.h"
 #include "search/sentence_search.h"
@@ -51,9 +50,7 @@ struct FinishedSentence {
 class SearchSession {
  public:
   // `options` must be valid (validate_options). The session owns a fresh decoder state of `model`.
-  // `host_threads` (at least 1, the caller included) share the searches' reading of a step's rows when
-  // many sentences are in flight: worth it where the host work holds up a GPU, not on a busy CPU.
-  SearchSession(StepModel& model, const SearchOptions& options, int host_threads = 1);
+  SearchSession(StepModel& model, const SearchOptions& options);
   ~SearchSession();
 
   // Sizes the model's pools for a run within these bounds (StepModel::reserve).
@@ -85,14 +82,9 @@ class SearchSession {
     std::unique_ptr<SentenceSearch> search;  // null once done and parked (naive batching)
     int32_t first_slot = 0;                  // its first slot in the current step
     std::vector<int32_t> parked_inputs;      // naive batching: slots kept after it is done, fed EOS
-    int32_t slots_before = 0;                // its slots in the last step
-    std::vector<int32_t> continuing;         // the last step's SentenceSearch::advance output
   };
   // Runs the model over the current slots and returns what each sentence reads.
   SlotOutputs run_step(StepCandidates& candidates, StepSamples& samples);
-  // Every searching sentence reads its rows of the step (advance); sentences are independent, so the host
-  // workers share them.
-  void advance_all(const SlotOutputs& outputs);
   // Moves `active` (an entry of active_ at or after index `kept`) to index `kept`, and counts it.
   void keep(Active& active, size_t& kept);
 
@@ -103,9 +95,8 @@ class SearchSession {
   RepetitionRequest repetitions_;   // the repetition settings, without histories
   std::unique_ptr<DecoderState> state_;
   std::vector<Active> active_;  // in slot order
-  std::vector<int32_t> sources_;  // a step's scratch, kept for its capacity
+  std::vector<int32_t> sources_, continuing_;  // a step's scratch, kept for its capacity
   size_t running_ = 0;          // active sentences whose search is not done
-  WorkerTeam workers_;
   SessionTimes times_;
 };
 
