@@ -124,6 +124,8 @@ constexpr int kSampled = 0;
 
 // Most sentences end within 32 tokens; longer ones double the capacity (and record their graphs again).
 constexpr int64_t kInitialCacheCapacity = 32;
+// Positions the memory pool's compaction moves per copy (1 MiB at d = 256 in fp16).
+constexpr int64_t kCompactionChunk = 2048;
 // Rows of step_inputs: what one host-to-device copy per step carries.
 enum StepInput {
   kIds,
@@ -481,12 +483,17 @@ void EncoderDecoderModel::compact_memory_pool(EncoderDecoderState& state, int64_
 
   const int64_t size = state.memory_runs.size(), grown = std::max(positions, size), d = config_.d_model;
   const Tensor index = kept.empty() ? Tensor() : ids_tensor(kept, options_.device);
+  const int64_t live_positions = static_cast<int64_t>(kept.size());
+  if (live_positions > 0) ++step_counts_.memory_compactions;
   const auto compact = [&](Tensor& pool) {
     Tensor target = grown > size || !pool.defined() ? Tensor({grown, 1, d}, options_.dtype, options_.device) : pool;
-    if (!kept.empty()) {
-      // Through a copy of the live positions: moving runs within one buffer would overlap.
-      const Tensor moved = ops::gather_rows(pool.reshape({size, d}), index);
-      Tensor front = target.reshape({grown, d}).slice_rows(0, static_cast<int64_t>(kept.size()));
+    // Through a copy of one chunk of live positions at a time: moving runs within one buffer would overlap,
+    // and a copy of all of them would add the pool's size to the peak. kept is ascending, so kept[i] >= i:
+    // a chunk's targets lie below every source of the chunks after it.
+    for (int64_t first = 0; first < live_positions; first += kCompactionChunk) {
+      const int64_t last = std::min(live_positions, first + kCompactionChunk);
+      const Tensor moved = ops::gather_rows(pool.reshape({size, d}), index.slice_rows(first, last));
+      Tensor front = target.reshape({grown, d}).slice_rows(first, last);
       ops::copy(moved, front);
     }
     pool = target;

@@ -29,6 +29,7 @@ struct StepCounts {
   int64_t launched = 0;
   int64_t captured = 0;
   int64_t replayed = 0;
+  int64_t memory_compactions = 0;  // times the encoder memory pool moved the runs in flight to its front
 };
 
 class EncoderDecoderState;

@@ -1,5 +1,5 @@
 // The packed encoder (joining sentences concatenated, no padding tokens, attention per sentence through a
-// key table) computes what the padded encoder computes at every real position, on the CPU and the GPU.
+// key span) computes what the padded encoder computes at every real position, on the CPU and the GPU.
 #include <algorithm>
 #include <cmath>
 #include <vector>
