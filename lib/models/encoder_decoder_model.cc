@@ -124,6 +124,10 @@ constexpr int kSampled = 0;
 
 // Most sentences end within 32 tokens; longer ones double the capacity (and record their graphs again).
 constexpr int64_t kInitialCacheCapacity = 32;
+// Source tokens per encoder pass: a wave with more is encoded in several. The encoder's temporaries take 4 d
+// to 7 d values per token, next to the pools; past a few thousand tokens a larger pass is no faster (its
+// GEMMs already fill the GPU) and only raises the peak.
+constexpr size_t kEncoderPassTokens = 8192;
 // Positions the memory pool's compaction moves per copy (1 MiB at d = 256 in fp16).
 constexpr int64_t kCompactionChunk = 2048;
 // Rows of step_inputs: what one host-to-device copy per step carries.
@@ -346,8 +350,6 @@ void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std:
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   if (sources.empty()) return;
   const ProfileScope profile("encoder");
-  const Tensor memory = encode_joining(sources);  // [n, d]
-
   // A sentence row each, and a run of the memory pool for its tokens.
   const int64_t missing = static_cast<int64_t>(sources.size()) - static_cast<int64_t>(state.free_sentences.size());
   grow_sentence_rows(state, missing);
@@ -361,9 +363,7 @@ void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std:
     for (int32_t t = 0; t < length; ++t) pool_positions.push_back(starts[i] + t);
   }
   try {
-    const Tensor positions = ids_tensor(pool_positions, options_.device);
-    for (size_t i = 0; i < decoder_layers_.size(); ++i)
-      decoder_layers_[i].project_memory_into(memory, positions, state.layers[i]);
+    encode_into_memory(state, sources, pool_positions);
   } catch (const OutOfMemoryError&) {
     // The scheduler retries with fewer sentences: the rows and runs go back, and nothing else has changed.
     for (size_t i = 0; i < rows.size(); ++i) state.memory_runs.give_back(starts[i], state.source_lengths[rows[i]]);
@@ -378,6 +378,28 @@ void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std:
     state.sentences.push_back(row);
     state.reorder.push_back(static_cast<int32_t>(state.reorder.size()));
     state.lanes.push_back(0);
+  }
+}
+
+void EncoderDecoderModel::encode_into_memory(EncoderDecoderState& state, const std::vector<std::vector<int32_t>>& sources,
+                                             const std::vector<int32_t>& pool_positions) const {
+  size_t first = 0, first_token = 0;
+  while (first < sources.size()) {
+    // Whole sentences up to kEncoderPassTokens (a longer one alone).
+    size_t end = first, tokens = 0;
+    while (end < sources.size() && (end == first || tokens + sources[end].size() <= kEncoderPassTokens))
+      tokens += sources[end++].size();
+    const std::vector<std::vector<int32_t>> pass(sources.begin() + static_cast<std::ptrdiff_t>(first),
+                                                 sources.begin() + static_cast<std::ptrdiff_t>(end));
+    const Tensor memory = encode_joining(pass);  // [tokens, d]
+    const auto pass_positions = pool_positions.begin() + static_cast<std::ptrdiff_t>(first_token);
+    const Tensor positions =
+        ids_tensor(std::vector<int32_t>(pass_positions, pass_positions + static_cast<std::ptrdiff_t>(tokens)),
+                   options_.device);
+    for (size_t i = 0; i < decoder_layers_.size(); ++i)
+      decoder_layers_[i].project_memory_into(memory, positions, state.layers[i]);
+    first = end;
+    first_token += tokens;
   }
 }
 

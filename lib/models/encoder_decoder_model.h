@@ -77,6 +77,10 @@ class EncoderDecoderModel : public StepModel {
   int64_t prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph) const;
   // The history table and step inputs for at least `rows` slots and `capacity` positions, keeping what was
   // written; drops the graphs recorded against the old ones when they move.
+  // Encodes `sources` a pass of at most kEncoderPassTokens at a time, and writes each pass's keys and values
+  // for cross-attention into the memory pool at `pool_positions` (one per source token, in order).
+  void encode_into_memory(EncoderDecoderState& state, const std::vector<std::vector<int32_t>>& sources,
+                          const std::vector<int32_t>& pool_positions) const;
   void grow_decoder_pool(EncoderDecoderState& state, int64_t rows, int64_t capacity) const;
   // Self-attention caches of at least `blocks` blocks, likewise.
   void grow_block_pool(EncoderDecoderState& state, int64_t blocks) const;

@@ -1,6 +1,8 @@
 // The encoder memory pool under iteration-level batching: when sentences leave holes too short for the
 // ones that join, the runs in flight move to the front of the pool (chunk by chunk), and every sentence,
 // moved or joining, decodes what it decodes in a pool with room to spare.
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -74,6 +76,33 @@ void check_compaction(const ModelOptions& options) {
   CHECK(compacted.logits == roomy.logits);  // the same kernels over the same keys: bit for bit
 }
 
+// Largest difference between a wave's first step and each of its sentences' first step alone (CPU).
+double worst_against_alone(const ModelFile& file, const ModelOptions& options,
+                           const std::vector<std::vector<int32_t>>& wave) {
+  EncoderDecoderModel model(file, options);
+  const std::unique_ptr<DecoderState> state = model.encode(wave);
+  const std::vector<float> together = first_step(model, *state);
+  EncoderDecoderModel cpu(file, ModelOptions{});
+  std::vector<float> alone;
+  for (const auto& sentence : wave) {
+    const std::unique_ptr<DecoderState> single = cpu.encode({sentence});
+    const std::vector<float> row = first_step(cpu, *single);
+    alone.insert(alone.end(), row.begin(), row.end());
+  }
+  REQUIRE(together.size() == alone.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < together.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(together[i]) - alone[i]));
+  return worst;
+}
+
+// 180 sentences of 44 to 50 ids: 8,460 tokens, more than one encoder pass takes.
+std::vector<std::vector<int32_t>> long_wave() {
+  std::vector<std::vector<int32_t>> wave;
+  for (int i = 0; i < 180; ++i) wave.push_back(source(50 - i % 7, i));
+  return wave;
+}
+
 }  // namespace
 
 TEST_CASE("the encoder memory pool compacts in chunks and the sentences decode as without it (CPU)", "[e2e][encoder]") {
@@ -87,4 +116,17 @@ TEST_CASE("the encoder memory pool compacts in chunks and the sentences decode a
     CAPTURE(dtype_name(dtype));
     check_compaction(ModelOptions{Device::CUDA, dtype});
   }
+}
+
+// Passes that put a sentence's keys at the wrong pool positions would change its logits by O(1); the
+// tolerance only absorbs GEMMs over other row counts.
+TEST_CASE("a wave longer than one encoder pass is encoded in several, and each sentence decodes as alone (CPU)",
+          "[e2e][encoder]") {
+  CHECK(worst_against_alone(random_model(), ModelOptions{}, long_wave()) < 1e-3);
+}
+
+TEST_CASE("a wave longer than one encoder pass is encoded in several, and each sentence decodes as alone (GPU)",
+          "[gpu][e2e][encoder]") {
+  REQUIRE_GPU_OR_SKIP();
+  CHECK(worst_against_alone(random_model(), ModelOptions{Device::CUDA, DataType::F32}, long_wave()) < 1e-3);
 }
