@@ -21,6 +21,7 @@ struct EmbedArguments {
   const int32_t* positions;  // [count]
   const T* table;            // [vocab, width]
   const T* position_table;   // [max_positions, width], learned positions only
+  const float* sinusoids;    // [max_positions, width], sinusoidal positions precomputed, or null
   T* out;                    // [count, width]
   float scale;
   int64_t count, width, vocab, max_positions;
@@ -32,6 +33,7 @@ __global__ void embed_kernel(EmbedArguments<T> args) {
   const int32_t* __restrict__ positions = args.positions;
   const T* __restrict__ table = args.table;
   const T* __restrict__ position_table = args.position_table;
+  const float* __restrict__ sinusoids = args.sinusoids;
   T* __restrict__ out = args.out;
   const float scale = args.scale;
   const int64_t count = args.count, width = args.width, vocab = args.vocab, max_positions = args.max_positions;
@@ -44,6 +46,8 @@ __global__ void embed_kernel(EmbedArguments<T> args) {
       value = to_float(table[id * width + channel]) * scale;
       if constexpr (kLearned) {
         value += position >= 0 && position < max_positions ? to_float(position_table[position * width + channel]) : 0.0f;
+      } else if (sinusoids != nullptr && position >= 0 && position < max_positions) {
+        value += sinusoids[position * width + channel];  // what sinusoidal_position gave when the table was made
       } else {
         value += sinusoidal_position(position, channel, width);
       }
@@ -60,19 +64,39 @@ void launch_embed(const Tensor& ids, const Tensor& positions, const Tensor& tabl
   if (count == 0 || width == 0) return;
   const unsigned blocks = grid_size(count * width, kThreads);
   const bool learned = options.positions == PositionEncoding::Learned;
-  EmbedArguments<T> args{ids.data<int32_t>(), positions.data<int32_t>(), table.data<T>(), nullptr, out.data<T>(),
-                         options.scale, count, width, vocab, 0};
+  EmbedArguments<T> args{ids.data<int32_t>(), positions.data<int32_t>(), table.data<T>(), nullptr, nullptr,
+                         out.data<T>(), options.scale, count, width, vocab, 0};
   if (learned) {
     args.position_table = options.position_table->data<T>();
     args.max_positions = options.position_table->dim(0);
     embed_kernel<T, true><<<blocks, kThreads, 0, stream>>>(args);
   } else {
+    if (options.sinusoid_table != nullptr) {
+      args.sinusoids = options.sinusoid_table->data<float>();
+      args.max_positions = options.sinusoid_table->dim(0);
+    }
     embed_kernel<T, false><<<blocks, kThreads, 0, stream>>>(args);
   }
   CUDA_CHECK_LAUNCH();
 }
 
+__global__ void sinusoid_table_kernel(float* __restrict__ out, int64_t positions, int64_t width) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < positions * width;
+       i += int64_t{gridDim.x} * blockDim.x)
+    out[i] = sinusoidal_position(i / width, i % width, width);
+}
+
 }  // namespace
+
+void sinusoid_table(Tensor& out, cudaStream_t stream) {
+  check_on_device("sinusoid_table", "out", out);
+  const int64_t positions = out.dim(0), width = out.dim(1);
+  if (positions * width == 0) return;
+  constexpr int kThreads = 256;
+  sinusoid_table_kernel<<<grid_size(positions * width, kThreads), kThreads, 0, stream>>>(out.data<float>(), positions,
+                                                                                          width);
+  CUDA_CHECK_LAUNCH();
+}
 
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
            Tensor& out, cudaStream_t stream) {

@@ -38,5 +38,7 @@ void sample_tokens(const Tensor& logits, const Tensor& rows, const ops::SampleOp
 // Sinusoidal position encoding value, Marian layout (sin over the first half of channels, cos over the
 // second), computed in double like Hugging Face's table and rounded to float.
 float sinusoidal_position(int64_t position, int64_t channel, int64_t width);
+// out [P, width] fp32: row p is position p's encoding.
+void sinusoid_table(Tensor& out);
 
 }  // namespace seqtrans::cpu

@@ -33,10 +33,20 @@ void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, cons
                      "embed: position {} past the model's {} positions", position[i], position_table.dim(0));
       const float* position_row = position_table.data<float>() + static_cast<int64_t>(position[i]) * width;
       for (int64_t c = 0; c < width; ++c) out_row[c] += position_row[c];
+    } else if (options.sinusoid_table != nullptr && position[i] >= 0 && position[i] < options.sinusoid_table->dim(0)) {
+      const float* position_row = options.sinusoid_table->data<float>() + static_cast<int64_t>(position[i]) * width;
+      for (int64_t c = 0; c < width; ++c) out_row[c] += position_row[c];
     } else {
       for (int64_t c = 0; c < width; ++c) out_row[c] += sinusoidal_position(position[i], c, width);
     }
   }
+}
+
+void sinusoid_table(Tensor& out) {
+  const int64_t positions = out.dim(0), width = out.dim(1);
+  float* values = out.data<float>();
+  for (int64_t p = 0; p < positions; ++p)
+    for (int64_t c = 0; c < width; ++c) values[p * width + c] = sinusoidal_position(p, c, width);
 }
 
 }  // namespace seqtrans::cpu

@@ -230,6 +230,9 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
   if (config_.position_encoding == PositionEncoding::Learned) {
     source_positions_ = weights.get("encoder/position_embedding", {config_.max_positions, d});
     target_positions_ = weights.get("decoder/position_embedding", {config_.max_positions, d});
+  } else {
+    // Evaluated once instead of per element and step (a double-precision pow and sine each).
+    sinusoids_ = ops::sinusoid_table(config_.max_positions, d, options_.device);
   }
   output_weight_ = config_.tied_output ? target_embedding_
                                        : weights.get("decoder/output/weight", {config_.target_vocab_size, d});
@@ -248,6 +251,7 @@ Tensor EncoderDecoderModel::embed(const Tensor& ids, const Tensor& positions, Si
   options.scale = config_.embedding_scale;
   options.positions = config_.position_encoding;
   if (options.positions == PositionEncoding::Learned) options.position_table = source ? &source_positions_ : &target_positions_;
+  if (sinusoids_.defined()) options.sinusoid_table = &sinusoids_;
   return ops::embed(ids, positions, source ? source_embedding_ : target_embedding_, options);
 }
 

@@ -140,6 +140,7 @@ class EncoderDecoderModel : public StepModel {
   Tensor target_embedding_;  // [V_tgt, d]
   Tensor source_positions_;  // [max_positions, d], learned positions only
   Tensor target_positions_;
+  Tensor sinusoids_;  // [max_positions, d] fp32, sinusoidal positions only (ops::sinusoid_table)
   Tensor output_weight_;     // [V_tgt, d]
   Tensor output_bias_;       // [V_tgt], undefined when the model has none
   // Statistics only (how steps ran, summed over every state); a step changes nothing else in the model.

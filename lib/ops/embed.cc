@@ -19,11 +19,27 @@ Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, co
     check_extent("embed", "position table", *options.position_table, 1, table.dim(1));
     check_like("embed", "position table", *options.position_table, table);
   }
+  if (options.sinusoid_table != nullptr) {
+    check_rank("embed", "sinusoid table", *options.sinusoid_table, 2);
+    check_dtype("embed", "sinusoid table", *options.sinusoid_table, DataType::F32);
+    check_extent("embed", "sinusoid table", *options.sinusoid_table, 1, table.dim(1));
+    check_same_device("embed", *options.sinusoid_table, table);
+  }
   Tensor out({ids.dim(0), table.dim(1)}, table.dtype(), table.device());
   const ProfileScope profile("other kernels");
   switch (table.device()) {
     case Device::CPU: cpu::embed(ids, positions, table, options, out); break;
     case Device::CUDA: SEQTRANS_ON_CUDA(embed, ids, positions, table, options, out); break;
+  }
+  return out;
+}
+
+Tensor sinusoid_table(int64_t positions, int64_t width, Device device) {
+  SEQTRANS_CHECK(positions >= 0 && width >= 1, "sinusoid_table: {} positions of width {}", positions, width);
+  Tensor out({positions, width}, DataType::F32, device);
+  switch (device) {
+    case Device::CPU: cpu::sinusoid_table(out); break;
+    case Device::CUDA: SEQTRANS_ON_CUDA(sinusoid_table, out); break;
   }
   return out;
 }

@@ -56,8 +56,15 @@ struct EmbeddingOptions {
   float scale = 1.0f;
   PositionEncoding positions = PositionEncoding::SinusoidalSplit;
   const Tensor* position_table = nullptr;
+  // Sinusoidal positions only, optional: sinusoid_table(P, width) on the table's device, read for positions
+  // below P instead of evaluating the sinusoid per element (the same values).
+  const Tensor* sinusoid_table = nullptr;
 };
 Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const EmbeddingOptions& options);
+
+// The sinusoidal position encoding of positions [0, positions) as a table [positions, width] fp32 on
+// `device`, each entry what embed adds for it (evaluated once, by the device's own formula).
+Tensor sinusoid_table(int64_t positions, int64_t width, Device device);
 
 // Multi-head scaled dot-product attention with per-row key lengths (keys at or past the length are
 // masked). query: [b, tq, d]; keys, values: [b, tk, d] (tk may be a cache capacity); key_lengths: [b]

@@ -167,6 +167,23 @@ TEST_CASE("embed scales tokens and adds Marian's split sinusoids", "[ops]") {
   CHECK_THROWS_AS(ops::embed(Tensor::from_ints({1}, {11}), Tensor::from_ints({1}, {0}), table, options), Error);
 }
 
+TEST_CASE("embed reads a sinusoid table as it evaluates the sinusoid, and past the table evaluates it", "[ops]") {
+  const int64_t vocab = 11, width = 7;
+  const Tensor table = random_floats({vocab, width});
+  const Tensor ids = Tensor::from_ints({4}, {4, 0, 10, 3});
+  const Tensor positions = Tensor::from_ints({4}, {0, 5, 2, 9});  // 9: past the table's 8 positions
+  ops::EmbeddingOptions evaluated;
+  evaluated.scale = 2.5f;
+  ops::EmbeddingOptions tabled = evaluated;
+  const Tensor sinusoids = ops::sinusoid_table(8, width, Device::CPU);
+  tabled.sinusoid_table = &sinusoids;
+  CHECK(ops::embed(ids, positions, table, tabled).to_float_vector() ==
+        ops::embed(ids, positions, table, evaluated).to_float_vector());
+  const Tensor narrow = ops::sinusoid_table(8, width - 1, Device::CPU);
+  tabled.sinusoid_table = &narrow;
+  CHECK_THROWS_AS(ops::embed(ids, positions, table, tabled), Error);
+}
+
 TEST_CASE("attention matches per-head softmax(q k^T scale) v with key lengths", "[ops]") {
   const int64_t batch = 3, query_len = 4, key_capacity = 6, heads = 2, width = 8, head_dim = 4;
   const Tensor q = random_floats({batch, query_len, width}), k = random_floats({batch, key_capacity, width});

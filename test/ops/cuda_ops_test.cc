@@ -195,6 +195,27 @@ TEST_CASE("cuda embed matches the CPU with sinusoidal and learned positions", "[
       }
 }
 
+TEST_CASE("cuda embed reads its sinusoid table bit for bit as it evaluates the sinusoid", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  const int64_t vocab = 1000, width = 512, count = 320, table_positions = 200;
+  const Tensor sinusoids = ops::sinusoid_table(table_positions, width, Device::CUDA);
+  // The table holds what the CPU's formula gives, to float rounding of the double-precision sine.
+  const Tensor cpu_sinusoids = ops::sinusoid_table(table_positions, width, Device::CPU);
+  CHECK(max_relative_error(sinusoids.to(Device::CPU).to_float_vector(), cpu_sinusoids.to_float_vector()) < 1e-6);
+  for (DataType dtype : kFloatTypes) {
+    CAPTURE(dtype_name(dtype));
+    const Operand table = random_operand({vocab, width}, dtype);
+    const Tensor ids = random_ints({count}, 0, static_cast<int32_t>(vocab - 1)).to(Device::CUDA);
+    const Tensor positions = random_ints({count}, 0, 299).to(Device::CUDA);  // some past the table
+    ops::EmbeddingOptions evaluated;
+    evaluated.scale = 22.627417f;
+    ops::EmbeddingOptions tabled = evaluated;
+    tabled.sinusoid_table = &sinusoids;
+    CHECK(values_of(ops::embed(ids, positions, table.gpu, tabled)) ==
+          values_of(ops::embed(ids, positions, table.gpu, evaluated)));
+  }
+}
+
 TEST_CASE("cuda attention matches the CPU for decoder steps and encoder blocks", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   struct Case {
