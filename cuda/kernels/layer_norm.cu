@@ -39,13 +39,13 @@ __device__ __forceinline__ void load_row_vector(const LayerNormArguments<T>& arg
   }
 }
 
-// Writes vector v of the normalized row: (element - mean) * inverse_std * gamma + beta.
+// Writes vector v of the normalized row, (element - mean) * inverse_std * gamma + beta, given gamma's and
+// beta's vector v.
 template <typename T, int N>
 __device__ __forceinline__ void store_normalized_vector(const LayerNormArguments<T>& args, int64_t row_offset, int v,
-                                                        const float (&element)[N], float mean, float inverse_std) {
+                                                        const float (&element)[N], float mean, float inverse_std,
+                                                        const Vector<T, N>& scale, const Vector<T, N>& offset) {
   using V = Vector<T, N>;
-  const V scale = reinterpret_cast<const V*>(args.gamma)[v];
-  const V offset = reinterpret_cast<const V*>(args.beta)[v];
   V result;
 #pragma unroll
   for (int e = 0; e < N; ++e)
@@ -86,7 +86,9 @@ __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
     float element[N];
 #pragma unroll
     for (int e = 0; e < N; ++e) element[e] = row[v * N + e];
-    store_normalized_vector<T, N>(args, row_offset, v, element, mean, inverse_std);
+    store_normalized_vector<T, N>(args, row_offset, v, element, mean, inverse_std,
+                                  reinterpret_cast<const Vector<T, N>*>(args.gamma)[v],
+                                  reinterpret_cast<const Vector<T, N>*>(args.beta)[v]);
   }
 }
 
@@ -100,10 +102,15 @@ __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
   const int64_t row_offset = static_cast<int64_t>(row) * width;
   const int vectors = width / N;
   float values[kVectors][N];
+  // gamma and beta are loaded with the row, so that the store does not wait on one more round trip to memory
+  // after the reductions (the kernel is latency-bound at decoder-step sizes).
+  Vector<T, N> scale[kVectors], offset[kVectors];
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < kVectors; ++i) {
     if (lane + 32 * i < vectors) {
+      scale[i] = reinterpret_cast<const Vector<T, N>*>(args.gamma)[lane + 32 * i];
+      offset[i] = reinterpret_cast<const Vector<T, N>*>(args.beta)[lane + 32 * i];
       load_row_vector<T, N, kFused>(args, row_offset, lane + 32 * i, values[i]);
 #pragma unroll
       for (int e = 0; e < N; ++e) sum += values[i][e];
@@ -123,7 +130,8 @@ __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
   const float inverse_std = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(width) + args.epsilon);
 #pragma unroll
   for (int i = 0; i < kVectors; ++i)
-    if (lane + 32 * i < vectors) store_normalized_vector<T, N>(args, row_offset, lane + 32 * i, values[i], mean, inverse_std);
+    if (lane + 32 * i < vectors)
+      store_normalized_vector<T, N>(args, row_offset, lane + 32 * i, values[i], mean, inverse_std, scale[i], offset[i]);
 }
 
 template <typename T, int kVectors, bool kFused>
