@@ -147,8 +147,12 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
   };
   line("time per pass", fmt::format("{:.3f} s median (min {:.3f}, max {:.3f}) over {} runs", result.time.median,
                                     result.time.min, result.time.max, result.time.runs));
-  line("start-up", fmt::format("{} ms to load the model and prepare the device, then {} ms to translate the "
-                                "first line alone", milliseconds(result.startup_seconds),
+  const StartupTimes& startup = result.startup;
+  line("start-up", fmt::format("{} ms to load the model and prepare the device (model file {}, device {}, "
+                                "tokenizer {}, weights {}, pools {} ms), then {} ms to translate the first line alone",
+                                milliseconds(result.startup_seconds), milliseconds(startup.model_file),
+                                milliseconds(startup.device), milliseconds(startup.tokenizer),
+                                milliseconds(startup.weights), milliseconds(startup.pools),
                                 milliseconds(result.first_line_seconds)));
   line("sentences/s", fmt::format("{:.1f}", result.sentences_per_second));
   line("source tokens/s", fmt::format("{} ({} tokens, EOS included)", rate(result.source_tokens_per_second),

@@ -42,11 +42,17 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   validate(options_.batching);
   SEQTRANS_CHECK(options_.max_input_length >= 1, "--max-input-length must be at least 1");
   if (options_.cpu_threads > 0) ops::set_cpu_threads(options_.cpu_threads);
+  Clock::time_point phase = Clock::now();
+  const auto lap = [&phase](double& seconds) {
+    seconds = seconds_since(phase);
+    phase = Clock::now();
+  };
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
   // Before anything sized by the beam: the model's num_beams may replace it.
   resolve_search(options_.search, options_.open_settings);
   options_.max_input_length =
       std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
+  lap(startup_.model_file);
   ReservationInputs reservation_inputs{options_.dtype, options_.batching, slots_per_sentence(options_.search),
                                        options_.max_input_length};
   if (options_.device != Device::CPU) {
@@ -60,12 +66,16 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   }
   ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, reservation_inputs),
                          arena_limit_bytes(options_.max_gpu_memory));
+  lap(startup_.device);
   tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
   worker_ = std::make_unique<WorkerThread>();
+  lap(startup_.tokenizer);
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
+  lap(startup_.weights);
   start_decoding();
+  lap(startup_.pools);
 }
 
 // The arena's cap: --max-gpu-memory, or SEQTRANS_TEST_ARENA_LIMIT_MIB, a test hook that caps the arena

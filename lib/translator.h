@@ -27,6 +27,17 @@ struct TokenizerSpec;
 // The tokenizer a model file describes: its SentencePiece models, vocabularies and special ids.
 TokenizerSpec tokenizer_spec(const ModelFile& file);
 
+// Where a translator's construction went, in seconds of wall time (bench's start-up line).
+struct StartupTimes {
+  double model_file = 0;  // reading and checking the model file
+  double device = 0;      // the device's context, its free memory, the arena
+  double tokenizer = 0;   // the SentencePiece models and vocabularies
+  double weights = 0;     // the model's tensors on the device (converted to the precision)
+  double pools = 0;       // the decoder's pools, reserved for the batch budget
+
+  double total() const { return model_file + device + tokenizer + weights + pools; }
+};
+
 struct TranslatorOptions {
   std::string model_path;
   Device device = Device::CPU;
@@ -125,6 +136,7 @@ class Translator {
   // Beam size, length limit and forced EOS, each with where it came from (caller, model file, built-in).
   std::string search_settings_summary() const;
   const ModelFile& model_file() const { return *file_; }
+  const StartupTimes& startup_times() const { return startup_; }
   // Notes from start-up for the user (e.g. a batch budget lowered to fit the device's memory).
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -138,6 +150,7 @@ class Translator {
 
   TranslatorOptions options_;
   std::unique_ptr<ModelFile> file_;
+  StartupTimes startup_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<EncoderDecoderModel> model_;
   SettingSources setting_sources_;

@@ -45,6 +45,8 @@ class TranslatorGroup {
   const TranslatorOptions& options() const { return engines_.front()->options(); }
   std::string search_settings_summary() const { return engines_.front()->search_settings_summary(); }
   const ModelFile& model_file() const { return engines_.front()->model_file(); }
+  // The first engine's (the others start alike, on their own devices).
+  const StartupTimes& startup_times() const { return engines_.front()->startup_times(); }
   // Start-up notes (a budget lowered to fit memory): the first engine's; with several GPUs, each engine
   // fits its own device, and the first one speaks for them.
   const std::vector<std::string>& notes() const { return engines_.front()->notes(); }

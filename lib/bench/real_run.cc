@@ -154,6 +154,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   auto start = Clock::now();
   TranslatorGroup& base = translators.get(options.engine);
   result.startup_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.startup = base.startup_times();
   start = Clock::now();
   base.translate({windows.front().front()});
   result.first_line_seconds = std::chrono::duration<double>(Clock::now() - start).count();

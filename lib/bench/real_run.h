@@ -49,6 +49,7 @@ struct RealResult {
   // Start-up, as a one-line `translate` sees it: loading the model and preparing the device (the first
   // translator), then translating the file's first line alone on it, before any other pass.
   double startup_seconds = 0;
+  StartupTimes startup;  // the first translator's construction, by phase
   double first_line_seconds = 0;
   Floor floor;  // a lower bound from the run's totals (cost_model.h: run_totals_cost)
   std::optional<StageProfile> profile;

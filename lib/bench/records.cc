@@ -116,6 +116,11 @@ Row real_row(const RealReport& report) {
   row.push_back({"latency_p90_ms", 1e3 * result.latency_p90});
   row.push_back({"latency_p99_ms", 1e3 * result.latency_p99});
   row.push_back({"startup_s", result.startup_seconds});
+  row.push_back({"startup_model_file_s", result.startup.model_file});
+  row.push_back({"startup_device_s", result.startup.device});
+  row.push_back({"startup_tokenizer_s", result.startup.tokenizer});
+  row.push_back({"startup_weights_s", result.startup.weights});
+  row.push_back({"startup_pools_s", result.startup.pools});
   row.push_back({"first_line_s", result.first_line_seconds});
   row.push_back({"tokenize_s", stats.tokenize_seconds});
   row.push_back({"search_s", stats.search_seconds});
