@@ -1,4 +1,5 @@
 #include "cuda/runtime/check.h"
+#include "cuda/runtime/blas_library.h"
 
 namespace seqtrans::cuda {
 
@@ -14,7 +15,7 @@ void throw_cuda_error(cudaError_t status, const char* call, const char* file, in
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
   const std::string message = fmt::format("cuBLAS error at {}:{}: {} ({}) in {}", file, line,
-                                          cublasGetStatusString(status), cublasGetStatusName(status), call);
+                                          blas_library().cublasGetStatusString(status), blas_library().cublasGetStatusName(status), call);
   if (status == CUBLAS_STATUS_ALLOC_FAILED) throw OutOfMemoryError(message);
   throw Error(message);
 }

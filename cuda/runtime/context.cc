@@ -1,4 +1,5 @@
 #include "cuda/runtime/context.h"
+#include "cuda/runtime/blas_library.h"
 
 #include <map>
 #include <memory>
@@ -24,25 +25,25 @@ class Runtime {
     CUDA_CHECK(cudaSetDevice(options.device_index));
     CUDA_CHECK(cudaGetDeviceProperties(&context_.properties, options.device_index));
     CUDA_CHECK(cudaStreamCreate(&context_.stream));
-    CUBLAS_CHECK(cublasCreate(&context_.blas));
-    CUBLAS_CHECK(cublasSetStream(context_.blas, context_.stream));
+    CUBLAS_CHECK(blas_library().cublasCreate(&context_.blas));
+    CUBLAS_CHECK(blas_library().cublasSetStream(context_.blas, context_.stream));
     // fp16 GEMMs accumulate in fp32 and must not fall back to fp16 split-k reductions.
-    CUBLAS_CHECK(cublasSetMathMode(context_.blas,
+    CUBLAS_CHECK(blas_library().cublasSetMathMode(context_.blas,
                                    static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-    CUBLAS_CHECK(cublasLtCreate(&context_.blas_lt));
+    CUBLAS_CHECK(blas_library().cublasLtCreate(&context_.blas_lt));
     arena_ = std::make_unique<CachingArena>(options.device_index, options.memory);
     context_.blas_workspace = arena_->allocate(kBlasWorkspaceBytes);
     context_.blas_workspace_bytes = kBlasWorkspaceBytes;
-    CUBLAS_CHECK(cublasSetWorkspace(context_.blas, context_.blas_workspace, kBlasWorkspaceBytes));
+    CUBLAS_CHECK(blas_library().cublasSetWorkspace(context_.blas, context_.blas_workspace, kBlasWorkspaceBytes));
   }
 
   ~Runtime() {
     // Runs at process exit, when the CUDA runtime may already be unloading: ignore failures.
     set_allocator(Device::CUDA, nullptr);
     cudaSetDevice(context_.device_index);
-    if (context_.blas_lt != nullptr) cublasLtDestroy(context_.blas_lt);
-    if (context_.blas != nullptr) cublasDestroy(context_.blas);
+    if (context_.blas_lt != nullptr) blas_library().cublasLtDestroy(context_.blas_lt);
+    if (context_.blas != nullptr) blas_library().cublasDestroy(context_.blas);
     if (context_.stream != nullptr) cudaStreamDestroy(context_.stream);
     arena_.reset();
     cudaGetLastError();
@@ -89,6 +90,7 @@ void make_current(const Runtime& runtime) {
 }  // namespace
 
 void initialize(const RuntimeOptions& options) {
+  preload_blas_library();  // while the device's context is created
   std::unique_lock<std::mutex> lock(runtime_mutex);
   auto& by_device = runtimes();
   auto found = by_device.find(options.device_index);
@@ -125,6 +127,7 @@ cudaStream_t current_stream() { return runtime().context().stream; }
 void synchronize() { CUDA_CHECK(cudaStreamSynchronize(current_stream())); }
 
 size_t available_memory(int device_index) {
+  preload_blas_library();  // while the first CUDA call below initializes the device
   int previous = 0;
   CUDA_CHECK(cudaGetDevice(&previous));
   CUDA_CHECK(cudaSetDevice(device_index));

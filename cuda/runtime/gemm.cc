@@ -1,4 +1,5 @@
 #include "cuda/runtime/gemm.h"
+#include "cuda/runtime/blas_library.h"
 
 #include <climits>
 #include <map>
@@ -17,7 +18,7 @@ void gemm_row_major(const GemmProblem& p, cudaStream_t stream) {
   SEQTRANS_CHECK(p.dtype == DataType::F32 || p.dtype == DataType::F16, "matmul: no CUDA GEMM for {}",
                  dtype_name(p.dtype));
   const cublasHandle_t handle = context().blas;
-  CUBLAS_CHECK(cublasSetStream(handle, stream));
+  CUBLAS_CHECK(blas_library().cublasSetStream(handle, stream));
   const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
   // Row-major c[m, n] is column-major c^T[n, m] = b'[n, k] x a'[k, m], where a' is row-major a read as
   // column-major ([k, m], ld k) and b' is b read as column-major: [k, n] (ld k) transposed when b is
@@ -34,7 +35,7 @@ void gemm_row_major(const GemmProblem& p, cudaStream_t stream) {
     return;
   }
   const cudaDataType_t output_type = p.output_dtype == DataType::F16 ? CUDA_R_16F : CUDA_R_32F;
-  CUBLAS_CHECK(cublasGemmEx(handle, op_b, CUBLAS_OP_N, n, m, k, &p.alpha, p.b, type, ld_b, p.a, type, k, &beta, p.c,
+  CUBLAS_CHECK(blas_library().cublasGemmEx(handle, op_b, CUBLAS_OP_N, n, m, k, &p.alpha, p.b, type, ld_b, p.a, type, k, &beta, p.c,
                             output_type, n, compute, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -60,32 +61,32 @@ LtPlan make_plan(const GemmProblem& p, GemmEpilogue epilogue) {
   const bool transpose_b = p.transpose_b == TransposeB::Yes;
   // Column-major view, as in gemm_row_major: c^T[n, m] = b'[n, k] x a'[k, m]; the bias runs along n.
   const cublasOperation_t op_weight = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_input = CUBLAS_OP_N;
-  CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_weight,
+  CUBLAS_CHECK(blas_library().cublasLtMatmulDescCreate(&plan.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CUBLAS_CHECK(blas_library().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_weight,
                                               sizeof(op_weight)));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_input,
+  CUBLAS_CHECK(blas_library().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_input,
                                               sizeof(op_input)));
   const cublasLtEpilogue_t kind = epilogue == GemmEpilogue::ReluBias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof(kind)));
+  CUBLAS_CHECK(blas_library().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof(kind)));
   const uint64_t m = static_cast<uint64_t>(p.m), n = static_cast<uint64_t>(p.n), k = static_cast<uint64_t>(p.k);
   if (transpose_b)
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.weight, CUDA_R_16F, k, n, static_cast<int64_t>(k)));
+    CUBLAS_CHECK(blas_library().cublasLtMatrixLayoutCreate(&plan.weight, CUDA_R_16F, k, n, static_cast<int64_t>(k)));
   else
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.weight, CUDA_R_16F, n, k, static_cast<int64_t>(n)));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.input, CUDA_R_16F, k, m, static_cast<int64_t>(k)));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.output, CUDA_R_16F, n, m, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(blas_library().cublasLtMatrixLayoutCreate(&plan.weight, CUDA_R_16F, n, k, static_cast<int64_t>(n)));
+  CUBLAS_CHECK(blas_library().cublasLtMatrixLayoutCreate(&plan.input, CUDA_R_16F, k, m, static_cast<int64_t>(k)));
+  CUBLAS_CHECK(blas_library().cublasLtMatrixLayoutCreate(&plan.output, CUDA_R_16F, n, m, static_cast<int64_t>(n)));
 
   cublasLtMatmulPreference_t preference = nullptr;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  CUBLAS_CHECK(blas_library().cublasLtMatmulPreferenceCreate(&preference));
   const size_t workspace = context().blas_workspace_bytes;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+  CUBLAS_CHECK(blas_library().cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                                     sizeof(workspace)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t status =
-      cublasLtMatmulAlgoGetHeuristic(context().blas_lt, plan.operation, plan.weight, plan.input, plan.output,
+      blas_library().cublasLtMatmulAlgoGetHeuristic(context().blas_lt, plan.operation, plan.weight, plan.input, plan.output,
                                      plan.output, preference, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(preference);
+  blas_library().cublasLtMatmulPreferenceDestroy(preference);
   plan.usable = status == CUBLAS_STATUS_SUCCESS && found > 0;
   if (plan.usable) plan.algorithm = result.algo;
   return plan;
@@ -105,9 +106,9 @@ bool gemm_row_major_with_bias(const GemmProblem& p, const void* bias, GemmEpilog
   if (found == plans.end()) found = plans.emplace(key, make_plan(p, epilogue)).first;
   LtPlan& plan = found->second;
   if (!plan.usable) return false;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  CUBLAS_CHECK(blas_library().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   const float beta = 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(context().blas_lt, plan.operation, &p.alpha, p.b, plan.weight, p.a, plan.input, &beta,
+  CUBLAS_CHECK(blas_library().cublasLtMatmul(context().blas_lt, plan.operation, &p.alpha, p.b, plan.weight, p.a, plan.input, &beta,
                               p.c, plan.output, p.c, plan.output, &plan.algorithm, context().blas_workspace,
                               context().blas_workspace_bytes, stream));
   return true;
