@@ -53,6 +53,10 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   options_.max_input_length =
       std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
   lap(startup_.model_file);
+  // The tokenizer loads on another thread while the device initializes (a CUDA context takes ~100 ms) and
+  // the weights are placed.
+  std::future<std::unique_ptr<Tokenizer>> tokenizer =
+      std::async(std::launch::async, [this] { return std::make_unique<Tokenizer>(tokenizer_spec(*file_)); });
   ReservationInputs reservation_inputs{options_.dtype, options_.batching, slots_per_sentence(options_.search),
                                        options_.max_input_length};
   if (options_.device != Device::CPU) {
@@ -67,13 +71,13 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   ops::initialize_device(options_.device, options_.device_index, device_reservation(*file_, reservation_inputs),
                          arena_limit_bytes(options_.max_gpu_memory));
   lap(startup_.device);
-  tokenizer_ = std::make_unique<Tokenizer>(tokenizer_spec(*file_));
-  worker_ = std::make_unique<WorkerThread>();
-  lap(startup_.tokenizer);
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
   lap(startup_.weights);
+  tokenizer_ = tokenizer.get();
+  worker_ = std::make_unique<WorkerThread>();
+  lap(startup_.tokenizer);  // what was left of it once the device and the weights were ready
   start_decoding();
   lap(startup_.pools);
 }

@@ -31,7 +31,7 @@ TokenizerSpec tokenizer_spec(const ModelFile& file);
 struct StartupTimes {
   double model_file = 0;  // reading and checking the model file
   double device = 0;      // the device's context, its free memory, the arena
-  double tokenizer = 0;   // the SentencePiece models and vocabularies
+  double tokenizer = 0;   // the SentencePiece models and vocabularies (loaded beside the two above: the wait left)
   double weights = 0;     // the model's tensors on the device (converted to the precision)
   double pools = 0;       // the decoder's pools, reserved for the batch budget
 
