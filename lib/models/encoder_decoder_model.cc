@@ -10,7 +10,6 @@
 
 #include "core/profiler.h"
 #include "models/position_runs.h"
-#include "ops/runtime.h"
 #include "ops/graph.h"
 
 namespace seqtrans {
@@ -70,8 +69,6 @@ class EncoderDecoderState : public DecoderState {
   std::vector<DecoderLayerCache> layers;  // self caches [blocks, B, d], memory [positions, 1, d]
   Tensor history;                         // [rows, capacity] int32: the block of each slot's key t
   Tensor step_inputs;                     // [kStepInputs, rows] int32, uploaded once per step
-  // Host sides of a step's copies: its inputs, and the candidates' values and ids it reads back.
-  ops::HostBuffer step_inputs_host, values_host, ids_host;
   Tensor sampling_rows;                   // [rows, kSamplingRowWords] int32: sampling steps' draws
   int64_t rows = 0;                       // history rows: the most slots a step can hold
   int64_t capacity = 0;                   // positions a history row holds
@@ -573,10 +570,8 @@ void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const s
   const int64_t slots = state.slots();
   // Padding rows (graphs only) decode a start token at position 0 with no keys and no memory, and write
   // no cache row: they read and write nothing that a slot uses.
-  state.step_inputs_host.reserve(state.step_inputs.bytes());
-  int32_t* inputs = state.step_inputs_host.data<int32_t>();
-  const auto row = [&](StepInput which) { return inputs + which * state.rows; };
-  std::fill(inputs, inputs + kStepInputs * state.rows, 0);
+  std::vector<int32_t> inputs(static_cast<size_t>(kStepInputs * state.rows), 0);
+  const auto row = [&](StepInput which) { return inputs.begin() + which * state.rows; };
   std::copy(input_ids.begin(), input_ids.end(), row(kIds));
   std::fill(row(kIds) + slots, row(kIds) + state.rows, config_.decoder_start_id);
   std::copy(state.positions.begin(), state.positions.end(), row(kPositions));
@@ -589,8 +584,7 @@ void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const s
   std::copy(state.reorder.begin(), state.reorder.end(), row(kReorder));
   std::fill(row(kCacheRows), row(kCacheRows) + state.rows, -1);
   std::copy(state.blocks.begin(), state.blocks.end(), row(kCacheRows));
-  // Queued ahead of the step: the buffer is not touched again before the step's results are waited for.
-  ops::copy_to_device_async(state.step_inputs_host, state.step_inputs);
+  state.step_inputs.copy_from(Tensor::from_ints(state.step_inputs.shape(), inputs));
   state.history_lengths.assign(row(kKeyLengths), row(kKeyLengths) + state.rows);
 }
 
@@ -727,19 +721,12 @@ void EncoderDecoderModel::fused_step(EncoderDecoderState& state, const std::vect
   Tensor step_values, step_ids;
   run_step(state, rows, request.k, graph, *request.repetitions, step_values, step_ids);
   finish_step(state);
-  // Both read back behind the step, then one wait. A graph's padding rows come last: the slots' rows are the
-  // first ones.
+  // A graph's padding rows come last: the slots' rows are the first ones.
   const size_t kept = static_cast<size_t>(slots * std::max(request.k, 1));
-  SEQTRANS_CHECK(step_values.dtype() == DataType::F32 && step_ids.dtype() == DataType::I32 &&
-                     static_cast<size_t>(step_values.elements()) >= kept && static_cast<size_t>(step_ids.elements()) >= kept,
-                 "step: {} candidates expected", kept);
-  state.values_host.reserve(step_values.bytes());
-  state.ids_host.reserve(step_ids.bytes());
-  ops::copy_to_host_async(step_values, state.values_host);
-  ops::copy_to_host_async(step_ids, state.ids_host);
-  ops::synchronize_device(options_.device);
-  values.assign(state.values_host.data<float>(), state.values_host.data<float>() + kept);
-  ids.assign(state.ids_host.data<int32_t>(), state.ids_host.data<int32_t>() + kept);
+  values = step_values.to_float_vector();
+  ids = step_ids.to_int_vector();
+  values.resize(kept);
+  ids.resize(kept);
 }
 
 void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,

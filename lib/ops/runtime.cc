@@ -1,12 +1,8 @@
 #include "ops/runtime.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <limits>
-#include <new>
 
 #ifdef SEQTRANS_WITH_CUDA
-#include "cuda/runtime/check.h"
 #include "cuda/runtime/context.h"
 #endif
 
@@ -18,65 +14,6 @@ extern "C" void SEQTRANS_BLAS_THREADS(int threads);
 #endif
 
 namespace seqtrans::ops {
-
-HostBuffer::~HostBuffer() { release(); }
-
-void HostBuffer::release() {
-#ifdef SEQTRANS_WITH_CUDA
-  if (pinned_) cudaFreeHost(data_);
-#endif
-  if (!pinned_) std::free(data_);
-  data_ = nullptr;
-  bytes_ = 0;
-  pinned_ = false;
-}
-
-void HostBuffer::reserve(size_t bytes) {
-  if (bytes <= bytes_) return;
-  release();
-#ifdef SEQTRANS_WITH_CUDA
-  if (cuda::initialized()) {
-    if (cudaMallocHost(&data_, bytes) == cudaSuccess) {
-      pinned_ = true;
-      bytes_ = bytes;
-      return;
-    }
-    cudaGetLastError();  // no page-locked memory left: plain memory works, the copies stage through the driver
-  }
-#endif
-  data_ = std::malloc(bytes);
-  if (data_ == nullptr) throw std::bad_alloc();
-  bytes_ = bytes;
-}
-
-void copy_to_device_async(const HostBuffer& host, Tensor& dst) {
-  if (dst.bytes() == 0) return;
-  if (dst.device() == Device::CPU) {
-    std::memcpy(dst.raw(), host.data<void>(), dst.bytes());
-    return;
-  }
-#ifdef SEQTRANS_WITH_CUDA
-  CUDA_CHECK(cudaMemcpyAsync(dst.raw(), host.data<void>(), dst.bytes(), cudaMemcpyHostToDevice, cuda::current_stream()));
-#endif
-}
-
-void copy_to_host_async(const Tensor& src, HostBuffer& host) {
-  if (src.bytes() == 0) return;
-  if (src.device() == Device::CPU) {
-    std::memcpy(host.data<void>(), src.raw(), src.bytes());
-    return;
-  }
-#ifdef SEQTRANS_WITH_CUDA
-  CUDA_CHECK(cudaMemcpyAsync(host.data<void>(), src.raw(), src.bytes(), cudaMemcpyDeviceToHost, cuda::current_stream()));
-#endif
-}
-
-void synchronize_device(Device device) {
-  if (device == Device::CPU) return;
-#ifdef SEQTRANS_WITH_CUDA
-  cuda::synchronize();
-#endif
-}
 
 bool cpu_threads_settable() {
 #ifdef SEQTRANS_BLAS_THREADS

@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "core/device.h"
-#include "core/tensor.h"
 
 namespace seqtrans::ops {
 
@@ -29,39 +28,6 @@ void select_device(Device device, int device_index);
 bool cpu_threads_settable();
 // Threads for the CPU backend's matrix products (threads >= 1); nothing where !cpu_threads_settable().
 void set_cpu_threads(int threads);
-
-// Host memory that device copies read and write without staging: page-locked where a GPU is prepared,
-// plain heap memory otherwise. What a decoder step sends and reads back lives in such buffers, so that the
-// copies queue behind the step instead of each waiting for the device.
-class HostBuffer {
- public:
-  HostBuffer() = default;
-  ~HostBuffer();
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-
-  // At least `bytes` bytes; the contents are lost when it grows.
-  void reserve(size_t bytes);
-  template <typename T>
-  T* data() const {
-    return static_cast<T*>(data_);
-  }
-
- private:
-  void release();
-
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-  bool pinned_ = false;
-};
-
-// Queue a copy between a host buffer and a tensor on the tensor's device, after the work already queued
-// there (a memcpy on the CPU): `host` must stay as it is (to the device) or unread (to the host) until
-// synchronize_device. Sizes are the tensor's bytes.
-void copy_to_device_async(const HostBuffer& host, Tensor& dst);
-void copy_to_host_async(const Tensor& src, HostBuffer& host);
-// Waits for the work queued on the calling thread's device; a no-op for the CPU.
-void synchronize_device(Device device);
 
 struct DeviceMemory {
   int64_t reservations = 0;   // device allocations made (cudaMalloc calls)
