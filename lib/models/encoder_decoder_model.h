@@ -20,7 +20,7 @@ struct ModelOptions {
   // per-stage synchronization a graph cannot hold). false: launch every op (--no-cuda-graphs).
   bool cuda_graphs = true;
   // Encode joining sentences packed, with no padding tokens: GEMMs over their concatenated tokens,
-  // attention per sentence through a key table. false: padded to the longest (--no-packed-encoder).
+  // attention per sentence over a span of the packed tokens. false: padded to the longest (--no-packed-encoder).
   bool packed_encoder = true;
 };
 
