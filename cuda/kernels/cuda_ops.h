@@ -52,6 +52,8 @@ void convert(const Tensor& x, Tensor& out, cudaStream_t stream);
 // Hierarchical the group threshold below.
 void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& indices,
                       cudaStream_t stream);
+// bitmap [ceil(V / 32)] int32: bit i set when id i is in ids [n] int32 (ops::suppression_bitmap).
+void write_suppression_bitmap(const Tensor& ids, Tensor& bitmap, cudaStream_t stream);
 
 // Hugging Face's repetition controls in place (ops::penalize_repetitions), one block per row. History ids
 // outside the vocabulary are skipped (the CPU throws).

@@ -552,8 +552,8 @@ void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Ten
   }
   if (rows == 0) return;
 
-  // Suppressed ids become a bitmap of the vocabulary, built once for all rows.
-  const Tensor bitmap = suppression_bitmap(op, options.suppressed_ids, vocab, stream);
+  // Suppressed ids become a bitmap of the vocabulary, built once for all rows (or made once by the caller).
+  const Tensor bitmap = launch_bitmap(op, options.suppressed_ids, options.suppressed_bitmap, vocab, stream);
   const uint32_t* suppressed = bitmap.defined() ? bitmap.data<uint32_t>() : nullptr;
 
   const bool f32_bias = options.bias != nullptr && options.bias->dtype() == DataType::F32;

@@ -402,7 +402,7 @@ void sample_tokens(const Tensor& logits, const Tensor& rows, const ops::SampleOp
     check_same_dtype(op, "bias", *options.bias, DataType::F32);
   }
   if (count == 0) return;
-  const Tensor bitmap = suppression_bitmap(op, options.suppressed_ids, vocab, stream);
+  const Tensor bitmap = launch_bitmap(op, options.suppressed_ids, options.suppressed_bitmap, vocab, stream);
   SampleArguments args;
   args.logits = logits.data<float>();
   args.bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;

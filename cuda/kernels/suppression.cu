@@ -1,5 +1,9 @@
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/suppression.cuh"
+#include "cuda/kernels/cuda_ops.h"
+
+#include <algorithm>
+#include <climits>
 
 namespace seqtrans::cuda {
 namespace {
@@ -20,11 +24,27 @@ Tensor suppression_bitmap(const char* op, const Tensor* ids, int64_t vocab, cuda
   check_on_device(op, "suppressed_ids", *ids);
   check_same_dtype(op, "suppressed_ids", *ids, DataType::I32);
   bitmap = Tensor({(vocab + 31) / 32}, DataType::I32, Device::CUDA);
-  CUDA_CHECK(cudaMemsetAsync(bitmap.raw(), 0, bitmap.bytes(), stream));
-  suppression_bitmap_kernel<<<grid_size(ids->elements(), 256), 256, 0, stream>>>(
-      ids->data<int32_t>(), ids->elements(), static_cast<int>(vocab), bitmap.data<uint32_t>());
-  CUDA_CHECK_LAUNCH();
+  write_suppression_bitmap(*ids, bitmap, stream);
   return bitmap;
+}
+
+void write_suppression_bitmap(const Tensor& ids, Tensor& bitmap, cudaStream_t stream) {
+  check_on_device("suppression_bitmap", "ids", ids);
+  check_on_device("suppression_bitmap", "bitmap", bitmap);
+  const int64_t vocab = bitmap.elements() * 32;
+  CUDA_CHECK(cudaMemsetAsync(bitmap.raw(), 0, bitmap.bytes(), stream));
+  if (ids.elements() == 0) return;
+  suppression_bitmap_kernel<<<grid_size(ids.elements(), 256), 256, 0, stream>>>(
+      ids.data<int32_t>(), ids.elements(), static_cast<int>(std::min<int64_t>(vocab, INT32_MAX)), bitmap.data<uint32_t>());
+  CUDA_CHECK_LAUNCH();
+}
+
+Tensor launch_bitmap(const char* op, const Tensor* ids, const Tensor* prebuilt, int64_t vocab, cudaStream_t stream) {
+  if (prebuilt == nullptr || ids == nullptr || ids->elements() == 0) return suppression_bitmap(op, ids, vocab, stream);
+  check_on_device(op, "suppressed_bitmap", *prebuilt);
+  SEQTRANS_CHECK(prebuilt->dtype() == DataType::I32 && prebuilt->elements() == (vocab + 31) / 32,
+                 "{}: the suppression bitmap holds {} words for a vocabulary of {}", op, prebuilt->elements(), vocab);
+  return *prebuilt;
 }
 
 }  // namespace seqtrans::cuda

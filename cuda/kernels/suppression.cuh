@@ -11,6 +11,9 @@ namespace seqtrans::cuda {
 // [ceil(vocab / 32)] words, bit i set when id i is in `ids` ([n] int32 on the device); ids outside the
 // vocabulary are skipped. Undefined when `ids` is null or empty.
 Tensor suppression_bitmap(const char* op, const Tensor* ids, int64_t vocab, cudaStream_t stream);
+// What a launch reads: `prebuilt` (suppression_bitmap of the same ids, made earlier) when given, else one
+// built now.
+Tensor launch_bitmap(const char* op, const Tensor* ids, const Tensor* prebuilt, int64_t vocab, cudaStream_t stream);
 
 // Whether bit i of a bitmap is set (false for a null bitmap).
 __device__ __forceinline__ bool is_suppressed(const uint32_t* bitmap, int i) {

@@ -79,6 +79,7 @@ class EncoderDecoderState : public DecoderState {
   // holds) and their device copies, which graphs read: kept, so that switching lists records nothing.
   std::vector<std::vector<int32_t>> suppressed_lists;
   std::vector<Tensor> suppressed_devices;
+  std::vector<Tensor> suppressed_bitmaps;  // of each list, made once (ops::suppression_bitmap; CPU: none)
   int suppressed = -1;  // the list of the current step
   // (rows, k or kSampled, suppressed list) -> recorded step; and the keys run op by op since the buffers last
   // changed.
@@ -639,6 +640,8 @@ void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const T
   // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects or draws.
   const Tensor& suppressed = state.suppressed_devices[static_cast<size_t>(state.suppressed)];
   const Tensor* suppressed_ids = suppressed.elements() == 0 ? nullptr : &suppressed;
+  const Tensor& bitmap = state.suppressed_bitmaps[static_cast<size_t>(state.suppressed)];
+  const Tensor* suppressed_bitmap = bitmap.defined() ? &bitmap : nullptr;
   const Tensor* bias = output_bias_.defined() ? &output_bias_ : nullptr;
   Tensor scores = logits(x);  // [rows, V]
   bool normalize = true;
@@ -651,6 +654,7 @@ void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const T
     ops::SampleOptions options;
     options.bias = bias;
     options.suppressed_ids = suppressed_ids;
+    options.suppressed_bitmap = suppressed_bitmap;
     ops::sample_tokens(scores, state.sampling_rows.slice_rows(0, x.dim(0)), options, ids, values);
     return;
   }
@@ -658,6 +662,7 @@ void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const T
   options.k = k;
   options.bias = bias;
   options.suppressed_ids = suppressed_ids;
+  options.suppressed_bitmap = suppressed_bitmap;
   options.algorithm = options_.topk_algorithm;
   options.normalize = normalize;
   ops::log_softmax_topk(scores, options, values, ids);
@@ -708,6 +713,9 @@ void EncoderDecoderModel::update_suppressed(EncoderDecoderState& state, const st
   state.suppressed = static_cast<int>(state.suppressed_lists.size());
   state.suppressed_lists.push_back(suppressed);
   state.suppressed_devices.push_back(ids_tensor(suppressed, options_.device));
+  state.suppressed_bitmaps.push_back(suppressed.empty() ? Tensor()
+                                                        : ops::suppression_bitmap(state.suppressed_devices.back(),
+                                                                                  config_.target_vocab_size));
 }
 
 void EncoderDecoderModel::fused_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,

@@ -35,4 +35,14 @@ void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& 
   }
 }
 
+Tensor suppression_bitmap(const Tensor& ids, int64_t vocab) {
+  check_rank("suppression_bitmap", "ids", ids, 1);
+  check_dtype("suppression_bitmap", "ids", ids, DataType::I32);
+  SEQTRANS_CHECK(vocab >= 1, "suppression_bitmap: vocabulary of {}", vocab);
+  if (ids.device() == Device::CPU) return Tensor();
+  Tensor bitmap({(vocab + 31) / 32}, DataType::I32, ids.device());
+  SEQTRANS_ON_CUDA(write_suppression_bitmap, ids, bitmap);
+  return bitmap;
+}
+
 }  // namespace seqtrans::ops

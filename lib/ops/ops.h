@@ -132,12 +132,19 @@ struct TopkOptions {
   int k = 1;                               // 1 <= k <= V, and <= kMaxDeviceTopk on the GPU; 1 is a fused argmax
   const Tensor* bias = nullptr;            // [V], the logits' dtype or fp32
   const Tensor* suppressed_ids = nullptr;  // [n] int32, set to -inf after normalization
+  // Optional: suppression_bitmap(*suppressed_ids, V), made once and passed with the ids so that a decoder
+  // step does not build it again (the GPU reads the bitmap; the CPU, the ids).
+  const Tensor* suppressed_bitmap = nullptr;
   TopkAlgorithm algorithm = TopkAlgorithm::Auto;
   // false: the logits already are log-probs (penalize_repetitions normalized and processed them, as HF's
   // beam search does): the k best are returned as they are.
   bool normalize = true;
 };
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& ids);
+
+// The suppressed ids ([n] int32) as a bitmap of a vocabulary of `vocab`, for the options above: [ceil(V /
+// 32)] int32 words on the GPU; undefined on the CPU, whose kernels read the ids.
+Tensor suppression_bitmap(const Tensor& ids, int64_t vocab);
 
 // Hugging Face's repetition controls, in place on logits [rows, V] fp32, in HF's order: z = logits + bias
 // (with `normalize`, z - logsumexp(z): HF's beam search processes log-probs); then, per row, the repetition
@@ -181,8 +188,9 @@ Tensor sampling_rows_tensor(const std::vector<SamplingRow>& rows);
 // log_softmax(z) over the whole row (the model's log-prob: temperature and filters do not enter it).
 // The CPU and CUDA backends draw the same token from the same logits.
 struct SampleOptions {
-  const Tensor* bias = nullptr;            // [V] fp32
-  const Tensor* suppressed_ids = nullptr;  // [n] int32
+  const Tensor* bias = nullptr;             // [V] fp32
+  const Tensor* suppressed_ids = nullptr;   // [n] int32
+  const Tensor* suppressed_bitmap = nullptr;  // optional, as in TopkOptions
 };
 void sample_tokens(const Tensor& logits, const Tensor& rows, const SampleOptions& options, Tensor& ids,
                    Tensor& log_probs);

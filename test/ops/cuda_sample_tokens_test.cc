@@ -117,6 +117,14 @@ void check_case(const SampleCase& c) {
 
   const std::vector<int32_t> want_ids = host_ids.to_int_vector(), got_ids = device_ids.to_int_vector();
   const std::vector<float> want = host_log_probs.to_float_vector(), got = device_log_probs.to_float_vector();
+  if (c.suppress) {  // the bitmap made once draws as the one a launch builds
+    const Tensor bitmap = ops::suppression_bitmap(device_suppressed, c.vocab);
+    device_options.suppressed_bitmap = &bitmap;
+    Tensor again_ids, again_log_probs;
+    ops::sample_tokens(logits.to(Device::CUDA), rows.to(Device::CUDA), device_options, again_ids, again_log_probs);
+    CHECK(again_ids.to_int_vector() == got_ids);
+    CHECK(again_log_probs.to_float_vector() == got);
+  }
   for (int64_t r = 0; r < c.rows; ++r) {
     CAPTURE(r, settings[r].top_k, settings[r].top_p, settings[r].min_p, settings[r].temperature, settings[r].banned_id);
     REQUIRE(got_ids[r] == want_ids[r]);

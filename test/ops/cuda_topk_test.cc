@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/context.h"
+#include "ops/ops.h"
 #include "support/gpu.h"
 #include "support/random_tensor.h"
 
@@ -167,6 +168,16 @@ void check_case(const TopkCase& c) {
   }
   CHECK(index_mismatches == 0);
   CHECK(value_mismatches == 0);
+
+  // The bitmap made once (ops::suppression_bitmap) reads as the one a launch builds from the ids.
+  if (suppressed.empty()) return;
+  const Tensor bitmap = ops::suppression_bitmap(suppressed_gpu, c.vocab);
+  options.suppressed_bitmap = &bitmap;
+  Tensor values_again({c.rows, c.k}, DataType::F32, Device::CUDA);
+  Tensor indices_again({c.rows, c.k}, DataType::I32, Device::CUDA);
+  cuda::log_softmax_topk(logits_gpu, options, values_again, indices_again, cuda::current_stream());
+  CHECK(indices_again.to_int_vector() == got_indices);
+  CHECK(values_again.to_float_vector() == got_values);
 }
 
 }  // namespace
@@ -220,6 +231,21 @@ TEST_CASE("cuda log_softmax_topk argmax over few rows equals a full sort", "[gpu
     for (DataType dtype : {DataType::F32, DataType::F16})
       for (Pattern pattern : {Pattern::Uniform, Pattern::Ties, Pattern::MostlyInf})
         check_case({rows, 32000, 1, dtype, BiasKind::Same, pattern, true, ops::TopkAlgorithm::Auto});
+}
+
+TEST_CASE("cuda log_softmax_topk refuses a suppression bitmap of another vocabulary", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  const Tensor logits = testing::random_floats({2, 100}).to(Device::CUDA);
+  const Tensor ids = Tensor::from_ints({2}, {3, 7}).to(Device::CUDA);
+  const Tensor bitmap = ops::suppression_bitmap(ids, 1000);
+  CHECK(bitmap.elements() == 32);
+  CHECK(ops::suppression_bitmap(ids.to(Device::CPU), 1000).defined() == false);  // the CPU reads the ids
+  ops::TopkOptions options;
+  options.k = 2;
+  options.suppressed_ids = &ids;
+  options.suppressed_bitmap = &bitmap;
+  Tensor values({2, 2}, DataType::F32, Device::CUDA), indices({2, 2}, DataType::I32, Device::CUDA);
+  CHECK_THROWS_AS(cuda::log_softmax_topk(logits, options, values, indices, cuda::current_stream()), Error);
 }
 
 TEST_CASE("cuda log_softmax_topk rejects bad arguments", "[gpu]") {
