@@ -1,5 +1,6 @@
-// Suppressed ids as a bitmap of the vocabulary, built on the device once per launch and read by the output
-// layer kernels (log_softmax_topk, sample_tokens): one bit test per element instead of a list search.
+// Suppressed ids as a bitmap of the vocabulary, built on the device once per launch (or once by the caller:
+// ops::suppression_bitmap) and read by the output layer kernels (log_softmax_topk, sample_tokens): one bit
+// test per element instead of a list search.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -8,24 +8,14 @@
 
 #include "catch.h"
 #include "models/encoder_decoder_model.h"
-#include "models/tensor_specs.h"
 #include "support/gpu.h"
+#include "support/random_models.h"
 
 using namespace seqtrans;
 
 namespace {
 
-ModelFile random_model() {
-  ModelConfig config = transformer_base_config();
-  config.d_model = 32;
-  config.encoder = {2, 4, 64, false, false, false};
-  config.decoder = {2, 4, 64, false, false, false};
-  config.source_vocab_size = config.target_vocab_size = 40;
-  config.pad_id = config.decoder_start_id = 39;
-  config.suppressed_ids = {39};
-  config.max_positions = 64;
-  return make_random_model(config, {11, 0.4f});
-}
+ModelFile random_model() { return testing::small_random_model(2, 2, 11); }
 
 std::vector<int32_t> source(int length, int seed) {
   std::vector<int32_t> ids;

@@ -6,24 +6,14 @@
 
 #include "catch.h"
 #include "models/encoder_decoder_model.h"
-#include "models/tensor_specs.h"
 #include "support/gpu.h"
+#include "support/random_models.h"
 
 using namespace seqtrans;
 
 namespace {
 
-ModelFile random_model() {
-  ModelConfig config = transformer_base_config();
-  config.d_model = 32;
-  config.encoder = {3, 4, 64, false, false, false};
-  config.decoder = {1, 4, 64, false, false, false};
-  config.source_vocab_size = config.target_vocab_size = 40;
-  config.pad_id = config.decoder_start_id = 39;
-  config.suppressed_ids = {39};
-  config.max_positions = 64;
-  return make_random_model(config, {5, 0.4f});
-}
+ModelFile random_model() { return testing::small_random_model(3, 1, 5); }
 
 // Sources of 1 to 23 ids, EOS (0) last, in an order that is not sorted by length.
 std::vector<std::vector<int32_t>> sources() {
