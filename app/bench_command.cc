@@ -25,6 +25,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   if (options.no_hierarchical_topk) engine.topk_algorithm = ops::TopkAlgorithm::FullScan;
   engine.cuda_graphs = !options.no_cuda_graphs;
   engine.packed_encoder = !options.no_packed_encoder;
+  engine.persistent_decode = !options.no_persistent_decode;
   return engine;
 }
 
@@ -258,6 +259,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->group(measure_group);
   command->add_flag("--no-cuda-graphs", options.no_cuda_graphs,
                     "Launch every op of a decoder step instead of replaying the step as one CUDA graph")
+      ->group(measure_group);
+  command->add_flag("--no-persistent-decode", options.no_persistent_decode,
+                    "Run small decoder steps layer by layer instead of in one persistent kernel")
       ->group(measure_group);
   command->add_flag("--no-packed-encoder", options.no_packed_encoder,
                     "Encode each group of sentences padded to its longest instead of packed without padding")

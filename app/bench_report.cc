@@ -57,6 +57,16 @@ void print_profile_table(std::ostream& out, const std::vector<std::string>& labe
          "stage profiler, whose stages synchronize the device and so slow it; search gaps = profiled - stages "
          "(search bookkeeping and host gaps)\n";
   table.print(out);
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    if (profiles[i]->persistent_phases.empty()) continue;
+    std::string phases;
+    for (const auto& [name, seconds] : profiles[i]->persistent_phases)
+      phases += fmt::format("{}{} {}", phases.empty() ? "" : ", ", name, milliseconds(seconds));
+    std::string label;
+    for (size_t l = 0; l < labels.size(); ++l) label += fmt::format(" {} {}", labels[l], label_values[i * labels.size() + l]);
+    out << fmt::format("persistent decoder,{} (ms, every layer summed; a phase ends when its last block does): {}\n",
+                       label, phases);
+  }
 }
 
 }  // namespace

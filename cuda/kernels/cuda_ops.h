@@ -43,6 +43,18 @@ void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst, cudaStre
 // fp32 <-> fp16 (round to nearest even); same dtype copies.
 void convert(const Tensor& x, Tensor& out, cudaStream_t stream);
 
+// ---- the persistent decoder step (ops::persistent_decoder_step) ----
+
+// Shape limits of the kernel (max_keys: the longest key list a row may read, history or memory).
+bool persistent_decoder_fits(DataType dtype, int64_t rows, int64_t width, int64_t ffn, int64_t heads, int64_t layers,
+                             int64_t max_keys);
+// Device bytes the step needs beside its output (the grid barrier and the activations between phases).
+size_t persistent_decoder_workspace_bytes(int64_t rows, int64_t width, int64_t ffn, DataType dtype);
+// trace (optional): [2 * (8 * layers + 2)] int32, the phases' boundaries in nanoseconds (uint64 pairs).
+void persistent_decoder_step(const Tensor& x, const std::vector<ops::PersistentDecoderLayer>& layers,
+                             const ops::PersistentDecoderStep& step, Tensor& workspace, Tensor* trace, Tensor& out,
+                             cudaStream_t stream);
+
 // ---- fused output layer ----
 
 // Per row of logits [rows, V]: z = logits + bias, log-probs z - logsumexp(z), and the k best of them,

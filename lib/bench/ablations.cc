@@ -20,13 +20,15 @@ void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& s
   model.topk_algorithm = settings.topk_algorithm;
   model.cuda_graphs = settings.cuda_graphs;
   model.packed_encoder = settings.packed_encoder;
+  model.persistent_decode_rows = settings.persistent_decode ? ModelOptions{}.persistent_decode_rows : 0;
 }
 
 std::string describe(const EngineSettings& settings) {
   return std::string(settings.batching == Batching::Iteration ? "iteration-level batching, " : "") +
          (settings.shrink_batch ? "shrinking" : "naive") + " batch, " +
          (settings.fused_output ? "fused" : "host") + " top-k (" + topk_name(settings.topk_algorithm) + ")" +
-         (settings.cuda_graphs ? "" : ", no CUDA graphs") + (settings.packed_encoder ? "" : ", padded encoder");
+         (settings.cuda_graphs ? "" : ", no CUDA graphs") + (settings.packed_encoder ? "" : ", padded encoder") +
+         (settings.persistent_decode ? "" : ", no persistent decode");
 }
 
 std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload) {
@@ -69,6 +71,11 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   graphs.without_idea.cuda_graphs = false;
   graphs.with_idea.fused_output = graphs.without_idea.fused_output = true;
   list.push_back(graphs);
+
+  Ablation persistent{"no-persistent-decode", "persistent decode", base, base};
+  persistent.with_idea.persistent_decode = true;
+  persistent.without_idea.persistent_decode = false;
+  list.push_back(persistent);
   return list;
 }
 

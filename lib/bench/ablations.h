@@ -20,11 +20,13 @@ struct EngineSettings {
   ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;  // --no-hierarchical-topk: FullScan
   bool cuda_graphs = true;   // each decoder step replayed as one CUDA graph (off: --no-cuda-graphs)
   bool packed_encoder = true;  // joining sentences encoded without padding (off: --no-packed-encoder)
+  // Small decoder steps in one persistent kernel (off: --no-persistent-decode).
+  bool persistent_decode = true;
 
   bool operator==(const EngineSettings& other) const {
     return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
            topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs &&
-           packed_encoder == other.packed_encoder;
+           packed_encoder == other.packed_encoder && persistent_decode == other.persistent_decode;
   }
 };
 

@@ -36,8 +36,8 @@ double StageProfile::unaccounted() const {
 
 const std::vector<std::string>& profile_stage_names() {
   // Beam reorders move no cache rows (the history table is gathered inside the step): no stage of their own.
-  static const std::vector<std::string> names = {"encoder",       "gemm",         "attention",
-                                                 "other kernels", "output layer", "other stages"};
+  static const std::vector<std::string> names = {"encoder",       "gemm",         "attention",          "other kernels",
+                                                 "persistent decoder", "output layer", "other stages"};
   return names;
 }
 
@@ -57,7 +57,10 @@ StageProfile profile_run(const std::function<double(double& seconds)>& run) {
   const std::vector<std::string>& names = profile_stage_names();
   for (const std::string& name : names) profile.stages.emplace_back(name, 0.0);
   for (const auto& [stage, seconds] : profiler.stages()) {
-    const auto known = std::find(names.begin(), names.end() - 1, stage);
+    // The persistent kernel records each phase as "persistent: <phase>".
+    const bool phase = stage.rfind("persistent: ", 0) == 0;
+    if (phase) profile.persistent_phases.emplace_back(stage.substr(12), seconds);
+    const auto known = std::find(names.begin(), names.end() - 1, phase ? std::string("persistent decoder") : stage);
     profile.stages[static_cast<size_t>(known - names.begin())].second += seconds;
   }
   profiler.reset();

@@ -32,6 +32,8 @@ struct StageProfile {
   double seconds = 0;                                  // wall time of the profiled run
   double search_seconds = 0;                           // the part the stages below live in
   std::vector<std::pair<std::string, double>> stages;  // profile_stage_names() order, seconds each
+  // Inside "persistent decoder": the kernel's phases (ops::kPersistentDecoderPhaseNames), seconds each.
+  std::vector<std::pair<std::string, double>> persistent_phases;
   // search_seconds - sum of stages: search bookkeeping on the host and gaps between device work.
   double unaccounted() const;
 };

@@ -58,6 +58,15 @@ Tensor SelfAttention::step(const Tensor& x, Tensor& key_cache, Tensor& value_cac
   return attend(context.reshape({slots, d}), x);
 }
 
+void SelfAttention::describe(ops::PersistentDecoderLayer& layer) const {
+  layer.qkv_weight = &qkv_.weight();
+  layer.qkv_bias = &qkv_.bias();
+  layer.self_output_weight = &output_.weight();
+  layer.self_output_bias = &output_.bias();
+  layer.self_gamma = &norm_.gamma();
+  layer.self_beta = &norm_.beta();
+}
+
 CrossAttention::CrossAttention(const WeightLoader& weights, const std::string& scope, const AttentionShape& shape)
     : shape_(shape),
       query_(weights, scope + "/query", shape.d_model, shape.d_model),
@@ -84,6 +93,15 @@ Tensor CrossAttention::step(const Tensor& x, const Tensor& keys, const Tensor& v
   return ops::add_bias_residual_layer_norm(projected, output_.bias(), x, norm_.weights());
 }
 
+void CrossAttention::describe(ops::PersistentDecoderLayer& layer) const {
+  layer.cross_query_weight = &query_.weight();
+  layer.cross_query_bias = &query_.bias();
+  layer.cross_output_weight = &output_.weight();
+  layer.cross_output_bias = &output_.bias();
+  layer.cross_gamma = &norm_.gamma();
+  layer.cross_beta = &norm_.beta();
+}
+
 FeedForward::FeedForward(const WeightLoader& weights, const std::string& scope, int64_t d_model, int64_t ffn_dim,
                          Activation activation, float epsilon)
     : inner_(weights, scope + "/inner", d_model, ffn_dim),
@@ -95,6 +113,15 @@ Tensor FeedForward::forward(const Tensor& x) const {
   const Tensor hidden = inner_.forward(x, activation_);
   const Tensor projected = outer_.project(hidden);
   return ops::add_bias_residual_layer_norm(projected, outer_.bias(), x, norm_.weights());
+}
+
+void FeedForward::describe(ops::PersistentDecoderLayer& layer) const {
+  layer.inner_weight = &inner_.weight();
+  layer.inner_bias = &inner_.bias();
+  layer.outer_weight = &outer_.weight();
+  layer.outer_bias = &outer_.bias();
+  layer.ffn_gamma = &norm_.gamma();
+  layer.ffn_beta = &norm_.beta();
 }
 
 }  // namespace seqtrans

@@ -30,6 +30,8 @@ class SelfAttention {
   // One decoding step against a per-slot cache. x: [s, d]; caches: [s, capacity, d]; this step's key and
   // value go to (slot, position) and the history table records it.
   Tensor step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const DecoderStepInputs& inputs) const;
+  // Its tensors in the persistent step's description of a layer (the self-attention ones).
+  void describe(ops::PersistentDecoderLayer& layer) const;
 
  private:
   Tensor attend(const Tensor& context, const Tensor& residual) const;
@@ -50,6 +52,7 @@ class CrossAttention {
   void project_memory(const Tensor& encoder_output, Tensor& keys, Tensor& values) const;
   // x: [s, d]; keys, values: the memory pool [positions, 1, d], read over each slot's run -> [s, d].
   Tensor step(const Tensor& x, const Tensor& keys, const Tensor& values, const DecoderStepInputs& inputs) const;
+  void describe(ops::PersistentDecoderLayer& layer) const;  // the cross-attention tensors
 
  private:
   AttentionShape shape_;
@@ -67,6 +70,7 @@ class FeedForward {
               Activation activation, float epsilon);
 
   Tensor forward(const Tensor& x) const;  // [m, d] -> [m, d]
+  void describe(ops::PersistentDecoderLayer& layer) const;  // the feed-forward tensors
 
  private:
   Dense inner_;

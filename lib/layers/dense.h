@@ -34,6 +34,8 @@ class LayerNorm {
 
   ops::LayerNormWeights weights() const { return {gamma_, beta_, epsilon_}; }
   Tensor forward(const Tensor& x) const { return ops::layer_norm(x, weights()); }
+  const Tensor& gamma() const { return gamma_; }
+  const Tensor& beta() const { return beta_; }
 
  private:
   Tensor gamma_;  // [d]

@@ -40,4 +40,16 @@ Tensor DecoderLayer::step(const Tensor& x, DecoderLayerCache& cache, const Decod
   return ffn_.forward(after_cross);
 }
 
+ops::PersistentDecoderLayer DecoderLayer::describe(DecoderLayerCache& cache) const {
+  ops::PersistentDecoderLayer layer{};
+  self_attention_.describe(layer);
+  cross_attention_.describe(layer);
+  ffn_.describe(layer);
+  layer.self_keys = &cache.self_keys;
+  layer.self_values = &cache.self_values;
+  layer.cross_keys = &cache.cross_keys;
+  layer.cross_values = &cache.cross_values;
+  return layer;
+}
+
 }  // namespace seqtrans

@@ -53,6 +53,8 @@ class DecoderLayer {
                            DecoderLayerCache& cache) const;
   // x: [s, d] -> [s, d]; appends this step's keys and values to the cache.
   Tensor step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const;
+  // Its weights and `cache` as the persistent step reads them (ops::persistent_decoder_step).
+  ops::PersistentDecoderLayer describe(DecoderLayerCache& cache) const;
 
  private:
   SelfAttention self_attention_;

@@ -604,10 +604,27 @@ Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) con
   const DecoderStepInputs inputs{positions,      key_lengths,        history,    memory_starts,
                                  source_lengths, state.source_span, &cache_rows};
 
-  Tensor x = embed(ids, positions, Side::Target);  // [rows, d]
-  for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
+  const Tensor x = decoder_layers(state, embed(ids, positions, Side::Target), inputs);  // [rows, d]
   Tensor kept = state.history.slice_rows(0, rows);
   ops::copy_row_prefixes(history, nullptr, key_lengths, kept);
+  return x;
+}
+
+Tensor EncoderDecoderModel::decoder_layers(EncoderDecoderState& state, Tensor x,
+                                           const DecoderStepInputs& inputs) const {
+  if (x.dim(0) <= options_.persistent_decode_rows) {
+    std::vector<ops::PersistentDecoderLayer> layers;
+    for (size_t i = 0; i < decoder_layers_.size(); ++i) layers.push_back(decoder_layers_[i].describe(state.layers[i]));
+    const ops::PersistentDecoderStep step{&inputs.positions,      &inputs.key_lengths, &inputs.memory_starts,
+                                          &inputs.source_lengths, inputs.cache_rows,   &inputs.history,
+                                          inputs.source_span,     config_.decoder.num_heads,
+                                          config_.layer_norm_epsilon, config_.activation};
+    if (ops::persistent_decoder_fits(x, layers, step)) {
+      ++step_counts_.persistent;
+      return ops::persistent_decoder_step(x, layers, step);
+    }
+  }
+  for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   return x;
 }
 

@@ -10,6 +10,11 @@
 
 namespace seqtrans {
 
+// Decoder steps of at most this many rows run through the persistent decoder kernel by default: the measured
+// crossover on an H200 (fp16, Transformer-base, docs/BENCHMARKS.md): it ties the layer-by-layer graph at 1
+// row, is ahead at 2 and behind from 4 on (its products re-read every input row per output column).
+inline constexpr int64_t kPersistentDecodeRows = 2;
+
 struct ModelOptions {
   Device device = Device::CPU;
   DataType dtype = DataType::F32;  // compute and weight type on the device
@@ -22,6 +27,10 @@ struct ModelOptions {
   // Encode joining sentences packed, with no padding tokens: GEMMs over their concatenated tokens,
   // attention per sentence over a span of the packed tokens. false: padded to the longest (--no-packed-encoder).
   bool packed_encoder = true;
+  // Decoder steps of at most this many rows run every layer in one persistent kernel (CUDA, shapes it
+  // fits; ops::persistent_decoder_step) instead of ~12 launches a layer. 0: never (--no-persistent-decode);
+  // at most ops::kPersistentDecoderMaxRows.
+  int64_t persistent_decode_rows = kPersistentDecodeRows;
 };
 
 // How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed.
@@ -30,6 +39,7 @@ struct StepCounts {
   int64_t captured = 0;
   int64_t replayed = 0;
   int64_t memory_compactions = 0;  // times the encoder memory pool moved the runs in flight to its front
+  int64_t persistent = 0;  // steps launched or recorded through the persistent decoder kernel
 };
 
 class EncoderDecoderState;
@@ -104,6 +114,8 @@ class EncoderDecoderModel : public StepModel {
   // The decoder layers for one step over `rows` rows: device work only, so a graph can record it.
   // Returns the top layer's output [rows, d].
   Tensor decode(EncoderDecoderState& state, int64_t rows) const;
+  // The decoder layers over the embedded x [rows, d]: one persistent kernel where it fits, else layer by layer.
+  Tensor decoder_layers(EncoderDecoderState& state, Tensor x, const DecoderStepInputs& inputs) const;
   // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
   Tensor logits(const Tensor& x) const;
   // The fused output layer: the k best log-probs per row and their ids ([rows, k]), or, for k = kSampled,

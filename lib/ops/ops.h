@@ -198,5 +198,46 @@ void sample_tokens(const Tensor& logits, const Tensor& rows, const SampleOptions
 // Element type conversion (fp32 <-> fp16), on the tensor's device.
 Tensor convert(const Tensor& x, DataType dtype);
 
+// ---- the persistent decoder step (CUDA; a few rows) ----
+
+// Every layer of a post-norm decoder step in one launch that stays resident on every multiprocessor
+// (cuda/kernels/persistent_decoder.cu says how): what DecoderLayer::step computes layer after layer, for at
+// most kPersistentDecoderMaxRows rows. The tensors of one layer (Dense weights [out, in], biases [out], norms
+// [d]) and its caches, as in DecoderLayerCache.
+inline constexpr int64_t kPersistentDecoderMaxRows = 16;
+inline constexpr int64_t kPersistentDecoderMaxLayers = 16;
+inline constexpr size_t kPersistentDecoderMaxSharedBytes = 200 * 1024;
+// The phases of a layer in the kernel, in order, as `seqtrans bench --profile` names them, and the last one.
+inline constexpr int64_t kPersistentDecoderPhasesPerLayer = 8;
+inline constexpr const char* kPersistentDecoderPhaseNames[kPersistentDecoderPhasesPerLayer] = {
+    "persistent: QKV",           "persistent: self-attention", "persistent: self output", "persistent: cross query",
+    "persistent: cross-attention", "persistent: cross output", "persistent: FFN inner",   "persistent: FFN outer"};
+inline constexpr const char* kPersistentDecoderFinalPhase = "persistent: final norm";
+struct PersistentDecoderLayer {
+  const Tensor *qkv_weight, *qkv_bias, *self_output_weight, *self_output_bias, *self_gamma, *self_beta;
+  const Tensor *cross_query_weight, *cross_query_bias, *cross_output_weight, *cross_output_bias, *cross_gamma,
+      *cross_beta;
+  const Tensor *inner_weight, *inner_bias, *outer_weight, *outer_bias, *ffn_gamma, *ffn_beta;
+  Tensor *self_keys, *self_values;            // [blocks, B, d]
+  const Tensor *cross_keys, *cross_values;    // [positions, 1, d]
+};
+// The step's inputs, as DecoderStepInputs holds them ([rows] int32 each; history [rows, T] int32).
+struct PersistentDecoderStep {
+  const Tensor *positions, *key_lengths, *memory_starts, *source_lengths, *cache_rows;
+  Tensor* history;
+  int64_t source_span = 0;
+  int num_heads = 1;
+  float epsilon = 1e-5f;
+  Activation activation = Activation::Relu;
+};
+// Whether the persistent step runs this shape: a CUDA tensor x [rows, d], rows and layers within the limits,
+// head width <= 128, and the rows' inputs and keys within the kernel's shared memory.
+bool persistent_decoder_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
+                             const PersistentDecoderStep& step);
+// x [rows, d] (the embedded tokens) -> the last layer's output [rows, d]; appends the step's keys and values
+// to the caches and the history, like the layers' steps. Throws where persistent_decoder_fits does not hold.
+Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
+                               const PersistentDecoderStep& step);
+
 }  // namespace ops
 }  // namespace seqtrans

@@ -305,3 +305,15 @@ TEST_CASE("front ends refuse operands on another device or of another dtype than
   learned.position_table = &int_position_table;
   CHECK(error_of([&] { ops::embed(ids, positions, table, learned); }).find("position table") != std::string::npos);
 }
+
+TEST_CASE("the persistent decoder step is a CUDA kernel: CPU tensors are refused with one line", "[ops]") {
+  const Tensor x({1, 8}, DataType::F32, Device::CPU);
+  const ops::PersistentDecoderStep step{};
+  CHECK_FALSE(ops::persistent_decoder_fits(x, {}, step));
+  try {
+    ops::persistent_decoder_step(x, {}, step);
+    FAIL("a CPU tensor ran through the persistent decoder step");
+  } catch (const Error& error) {
+    CHECK(std::string(error.what()).find("do not fit the persistent kernel (CUDA only)") != std::string::npos);
+  }
+}

@@ -1,0 +1,770 @@
+// persistent_decoder_step: every layer of a post-norm decoder step over a few rows in one launch.
+//
+// One block per multiprocessor stays resident for the whole step. A layer is eight phases (QKV, self-
+// attention, its output projection, the cross-attention query, cross-attention, its output projection, the
+// two FFN products); a grid-wide barrier replaces the kernel boundary between phases. Before a warp waits at
+// the barrier it loads the weight row of its next output column, so weight streaming overlaps the wait and
+// the previous phase's tail. Layer norm, bias, residual and activation are folded into the products: a
+// product normalizes its input rows as it loads them (every block for itself: a few rows of d values), and
+// its epilogue adds the bias and the residual.
+//
+// Values are rounded to T where the op-by-op path stores a tensor between ops (queries, keys, values,
+// attention outputs, layer norms, the FFN's hidden layer); sums before a layer norm stay in fp32, and a
+// product gets its bias and residual before rounding (the op-by-op path rounds it first): fp16 then stays
+// as close to the fp32 reference as the op-by-op path, and fp32 equals it up to the order of additions.
+#include <mutex>
+
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/cuda_ops.h"
+
+namespace seqtrans::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxRows = ops::kPersistentDecoderMaxRows;
+constexpr int kMaxLayers = ops::kPersistentDecoderMaxLayers;
+constexpr int kMaxHeadDim = 128;
+// Output columns a warp computes in one product phase at most (the largest product has at most this many
+// times the grid's warps columns).
+constexpr int kMaxWarpColumns = 4;
+// float4s of a row per lane in a layer norm: rows of at most 32 * 4 * 8 = 1,024 values.
+constexpr int kNormQuads = 8;
+
+template <typename T>
+struct LayerPointers {
+  const T *qkv_weight, *qkv_bias, *self_output_weight, *self_output_bias, *self_gamma, *self_beta;
+  const T *cross_query_weight, *cross_query_bias, *cross_output_weight, *cross_output_bias, *cross_gamma,
+      *cross_beta;
+  const T *inner_weight, *inner_bias, *outer_weight, *outer_bias, *ffn_gamma, *ffn_beta;
+  T *self_keys, *self_values;
+  const T *cross_keys, *cross_values;
+};
+
+template <typename T>
+struct Arguments {
+  LayerPointers<T> layers[kMaxLayers];  // by value: a kernel parameter, no upload per step
+  int num_layers;
+  const T* input;  // [rows, d]: the embedded tokens
+  T* output;       // [rows, d]
+  // The step's inputs (DecoderStepInputs), [rows] int32 each, and the history table [rows, history_capacity].
+  const int32_t *positions, *key_lengths, *memory_starts, *source_lengths, *cache_rows;
+  int32_t* history;
+  int history_capacity, cache_blocks, block_positions, memory_positions, source_span;
+  // Workspace.
+  T *query, *context, *hidden;  // [rows, d] x 2, [rows, ffn]
+  float* sums;                           // [rows, d]: a sublayer's output plus its residual, before the norm
+  unsigned* barrier;                     // zero at launch
+  // Optional ([barriers + 2]): block 0's %globaltimer at the start, after each barrier and at the end, so
+  // that the host can tell each phase's time (ops::kPersistentDecoderPhases).
+  unsigned long long* trace;
+  int rows, width, ffn, heads, head_dim, max_keys;
+  int cache_keys;    // keys (and values) an attention unit copies into shared memory ahead of its barrier
+  int work_floats;   // floats of shared.work
+  int warp_weights;  // elements of a warp's weight slot: its most columns times the widest input
+  float scale, epsilon;
+  Activation activation;
+};
+
+// ---- the grid barrier ----
+
+// Every block arrives once per barrier; `target` counts the arrivals this block waits for (the same sequence
+// in every block). Block-wide: the fence before the arrival publishes the block's writes (ordered by the
+// __syncthreads), the acquire load makes the other blocks' visible.
+__device__ __forceinline__ void record_time(unsigned long long* trace, unsigned index) {
+  if (trace == nullptr || blockIdx.x != 0 || threadIdx.x != 0) return;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  trace[index] = now;
+}
+
+__device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned& target, unsigned long long* trace) {
+  target += gridDim.x;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(counter, 1u);
+    unsigned seen;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    } while (seen < target);
+    record_time(trace, target / gridDim.x);
+  }
+  __syncthreads();
+}
+
+// ---- asynchronous copies into shared memory ----
+
+__device__ __forceinline__ void copy_async_16(void* shared, const void* global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
+}
+
+__device__ __forceinline__ void wait_async_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// ---- weight rows ----
+
+// A phase's output columns are dealt to the grid's warps in turn; a warp owns at most kMaxWarpColumns of them
+// and copies all of their weight rows into its own slot of shared memory before the phase's barrier, so that
+// the products wait only for their input rows.
+template <typename T>
+__device__ void prefetch_rows(const T* weight, int in, int first, int stride, int out, T* slot) {
+  constexpr int N = kVectorWidth<T>;
+  const int lane = threadIdx.x % 32, vectors = in / N;
+  for (int column = first, k = 0; column < out; column += stride, ++k)
+    for (int v = lane; v < vectors; v += 32)
+      copy_async_16(slot + static_cast<int64_t>(k) * in + v * N, weight + static_cast<int64_t>(column) * in + v * N);
+}
+
+// partial[r] += the lane's share of weight row `row` times input row r ([rows, in]), both in shared memory.
+template <typename T>
+__device__ __forceinline__ void accumulate_row(const T* row, const T* inputs, int in, int rows,
+                                               float (&partial)[kMaxRows]) {
+  constexpr int N = kVectorWidth<T>;
+  const int vectors = in / N;
+  for (int v = threadIdx.x % 32; v < vectors; v += 32) {
+    const Vector<T, N> packed = reinterpret_cast<const Vector<T, N>*>(row)[v];
+    float w[N];
+#pragma unroll
+    for (int e = 0; e < N; ++e) w[e] = to_float(packed.value[e]);
+#pragma unroll
+    for (int r = 0; r < kMaxRows; ++r) {
+      if (r >= rows) break;
+      const Vector<T, N> x = reinterpret_cast<const Vector<T, N>*>(inputs + static_cast<int64_t>(r) * in)[v];
+#pragma unroll
+      for (int e = 0; e < N; ++e) partial[r] += w[e] * to_float(x.value[e]);
+    }
+  }
+}
+
+__device__ __forceinline__ float activate(Activation activation, float x) {
+  switch (activation) {
+    case Activation::Relu: return x > 0.0f ? x : 0.0f;
+    case Activation::Gelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case Activation::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case Activation::Swish: return x / (1.0f + expf(-x));
+  }
+  return x;
+}
+
+template <typename T>
+__device__ __forceinline__ T round_to(float x) {
+  return from_float<T>(x);
+}
+
+// ---- shared memory ----
+
+// residual: [rows, d] of T, the rows the current sublayer adds back (the layer input, then each layer norm's
+// output), kept by every block for itself; norm: gamma and beta of the norm being applied; work: a product's
+// staged input rows (T: they hold values the op-by-op path stores as T, and half the bytes of fp32 halve the
+// products' shared-memory reads), a layer norm's sums, or an attention unit's scratch; weights: each warp's
+// weight rows (prefetch_rows).
+struct Shared {
+  void* residual;
+  float* norm;
+  float* work;
+  void* weights;  // [warps, warp_weights] of T: each warp's weight rows of the current product
+  int* steps;     // [kStepRows, rows]: the step's inputs, read once at the start
+  int* history;   // [history_capacity]: the history row of the block's first attention unit, likewise
+};
+
+// Rows of Shared::steps.
+enum StepRow { kPosition, kKeyLength, kMemoryStart, kSourceLength, kCacheRow, kStepRows };
+
+// ---- phase inputs: a product's input rows ----
+
+
+// A norm's gamma and beta into shared.norm (as T), asynchronously: they are weights, so a phase copies them
+// before its barrier and stage_normalized waits for them.
+template <typename T>
+__device__ void prefetch_norm(const T* gamma, const T* beta, int width, const Shared& shared) {
+  constexpr int N = kVectorWidth<T>;
+  T* to = reinterpret_cast<T*>(shared.norm);
+  for (int v = threadIdx.x; v < 2 * width / N; v += blockDim.x) {
+    const bool is_gamma = v < width / N;
+    copy_async_16(to + v * N, (is_gamma ? gamma : beta) + (is_gamma ? v : v - width / N) * N);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ float4 load_four(const T* from) {
+  return make_float4(to_float(from[0]), to_float(from[1]), to_float(from[2]), to_float(from[3]));
+}
+
+// Loads in flight per thread while staging rows: a plain copy loop waits for each load before its shared
+// store (the compiler cannot tell the two apart), one L2 round trip per element of the loop.
+constexpr int kStageBatch = 4;
+
+// Rows of T into `into` (16-byte loads: `in` is a multiple of the vector width). Rows written earlier in this
+// kernel: plain loads, never the read-only path.
+template <typename T>
+__device__ const T* stage_rows(const T* source, int rows, int in, T* into) {
+  constexpr int N = kVectorWidth<T>;
+  const int total = rows * in / N;
+  const auto* vectors = reinterpret_cast<const Vector<T, N>*>(source);
+  for (int base = threadIdx.x; base < total; base += blockDim.x * kStageBatch) {
+    Vector<T, N> packed[kStageBatch];
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b)
+      if (base + b * static_cast<int>(blockDim.x) < total) packed[b] = vectors[base + b * blockDim.x];
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b) {
+      const int v = base + b * static_cast<int>(blockDim.x);
+      if (v >= total) break;
+      reinterpret_cast<Vector<T, N>*>(into)[v] = packed[b];
+    }
+  }
+  __syncthreads();
+  return into;
+}
+
+// fp32 rows into `into`, likewise.
+__device__ void stage_sums(const float* sums, int count, float* into) {
+  const auto* vectors = reinterpret_cast<const float4*>(sums);
+  auto* out = reinterpret_cast<float4*>(into);
+  for (int base = threadIdx.x; base < count / 4; base += blockDim.x * kStageBatch) {
+    float4 packed[kStageBatch];
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b)
+      if (base + b * static_cast<int>(blockDim.x) < count / 4) packed[b] = vectors[base + b * blockDim.x];
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b)
+      if (base + b * static_cast<int>(blockDim.x) < count / 4) out[base + b * blockDim.x] = packed[b];
+  }
+}
+
+// layer_norm(sums) rounded to T (what the op-by-op path stores) into shared.residual: the next product's
+// input and the next sublayer's residual. `output` (block 0 only; the last layer's) gets it too. gamma and
+// beta are in shared.norm already (prefetch_norm); a warp normalizes a row from registers.
+template <typename T>
+__device__ const T* stage_normalized(const float* sums, const Arguments<T>& args, const Shared& shared, T* output) {
+  const int width = args.width, quads = width / 4;
+  stage_sums(sums, args.rows * width, shared.work);
+  wait_async_copies();
+  __syncthreads();
+  const T* scale = reinterpret_cast<const T*>(shared.norm);
+  const T* offset = scale + width;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int r = warp; r < args.rows; r += kWarps) {
+    const auto* row = reinterpret_cast<const float4*>(shared.work) + static_cast<int64_t>(r) * quads;
+    float4 values[kNormQuads];
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kNormQuads; ++i) {
+      if (lane + 32 * i >= quads) break;
+      values[i] = row[lane + 32 * i];
+      sum += (values[i].x + values[i].y) + (values[i].z + values[i].w);
+    }
+    const float mean = warp_sum(sum) / static_cast<float>(width);
+    float squares = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kNormQuads; ++i) {
+      if (lane + 32 * i >= quads) break;
+      const float a = values[i].x - mean, b = values[i].y - mean, c = values[i].z - mean, e = values[i].w - mean;
+      squares += (a * a + b * b) + (c * c + e * e);
+    }
+    const float inverse_std = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(width) + args.epsilon);
+    T* normalized = static_cast<T*>(shared.residual) + static_cast<int64_t>(r) * width;
+#pragma unroll
+    for (int i = 0; i < kNormQuads; ++i) {
+      const int q = lane + 32 * i;
+      if (q >= quads) break;
+      const float4 g = load_four(scale + 4 * q), b = load_four(offset + 4 * q);
+      const T x = round_to<T>((values[i].x - mean) * inverse_std * g.x + b.x);
+      const T y = round_to<T>((values[i].y - mean) * inverse_std * g.y + b.y);
+      const T z = round_to<T>((values[i].z - mean) * inverse_std * g.z + b.z);
+      const T w = round_to<T>((values[i].w - mean) * inverse_std * g.w + b.w);
+      normalized[4 * q] = x, normalized[4 * q + 1] = y, normalized[4 * q + 2] = z, normalized[4 * q + 3] = w;
+      if (output != nullptr) {
+        T* to = output + static_cast<int64_t>(r) * width + 4 * q;
+        to[0] = x, to[1] = y, to[2] = z, to[3] = w;
+      }
+    }
+  }
+  __syncthreads();
+  return static_cast<const T*>(shared.residual);
+}
+
+// ---- a product phase ----
+
+struct Product {
+  int in, out;
+};
+
+// Copies the warp's weight rows (and loads their biases) before waiting at the barrier, stages the input rows
+// (stage() returns them), then computes the warp's output columns and hands each column's biased dot
+// products to epilogue(r, column, value).
+template <typename T, typename Prefetch, typename Stage, typename Epilogue>
+__device__ void product_phase(const T* weight, const T* bias, Product shape, const Arguments<T>& args,
+                              const Shared& shared, unsigned& target, bool wait, Prefetch prefetch, Stage stage,
+                              Epilogue epilogue) {
+  const int warps = static_cast<int>(gridDim.x) * kWarps, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int first = static_cast<int>(blockIdx.x) * kWarps + warp;
+  T* slot = static_cast<T*>(shared.weights) + static_cast<int64_t>(warp) * args.warp_weights;
+  prefetch_rows(weight, shape.in, first, warps, shape.out, slot);
+  float shifts[kMaxWarpColumns];
+#pragma unroll
+  for (int k = 0; k < kMaxWarpColumns; ++k) {
+    const int column = first + k * warps;
+    shifts[k] = column < shape.out ? to_float(bias[column]) : 0.0f;
+  }
+  prefetch();
+  if (wait) grid_barrier(args.barrier, target, args.trace);
+  wait_async_copies();  // stage() ends at a block barrier, which publishes the copies to the warp
+  const T* inputs = stage();
+#pragma unroll
+  for (int k = 0; k < kMaxWarpColumns; ++k) {
+    const int column = first + k * warps;
+    if (column >= shape.out) break;
+    float partial[kMaxRows];
+#pragma unroll
+    for (int r = 0; r < kMaxRows; ++r) partial[r] = 0.0f;
+    accumulate_row(slot + static_cast<int64_t>(k) * shape.in, inputs, shape.in, args.rows, partial);
+#pragma unroll
+    for (int r = 0; r < kMaxRows; ++r) {
+      if (r >= args.rows) break;
+      const float dot = warp_sum(partial[r]);
+      if (lane == r) epilogue(r, column, dot + shifts[k]);
+    }
+  }
+}
+
+// ---- attention ----
+
+// Online softmax state of a set of keys: the largest score, the sum of exp(score - largest), and the weighted
+// values; merge() folds in another set's state.
+template <int N>
+struct SoftmaxState {
+  float largest = -INFINITY, total = 0.0f, sums[N] = {};
+
+  __device__ __forceinline__ void merge(float other_largest, float other_total, const float (&other_sums)[N]) {
+    const float top = fmaxf(largest, other_largest);
+    const float shift = top == -INFINITY ? 0.0f : top;  // nothing seen yet on either side: weights 0, not NaN
+    const float mine = expf(largest - shift), theirs = expf(other_largest - shift);
+    total = total * mine + other_total * theirs;
+#pragma unroll
+    for (int e = 0; e < N; ++e) sums[e] = sums[e] * mine + other_sums[e] * theirs;
+    largest = top;
+  }
+};
+
+// One block per (row, head). A key row's vectors are spread over `vectors` lanes (a warp holds 32 / vectors
+// keys at a time); each warp runs an online softmax over its keys, the key slots of a warp merge by
+// shuffles and the warps through shared memory, once. key_of(r, j) gives key j's row in keys/values (-1:
+// masked), key_count(r) the keys of row r, ready(r) how many of its first keys no earlier phase of this
+// step writes: those are copied into shared memory before the barrier, while other blocks finish the
+// previous phase (the block's first unit, up to args.cache_keys keys).
+template <typename T, typename KeyOf, typename KeyCount, typename Ready>
+__device__ void attention_phase(const T* keys, const T* values, const Arguments<T>& args, float* work,
+                                unsigned& target, KeyOf key_of, KeyCount key_count, Ready ready) {
+  constexpr int N = kVectorWidth<T>;
+  const int head_dim = args.head_dim, width = args.width, vectors = head_dim / N, heads = args.heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int part = lane % vectors, slot = lane / vectors, slots = 32 / vectors;  // vectors divides 32
+  const int units = args.rows * heads;
+  T* cached_keys = reinterpret_cast<T*>(work);  // [cache_keys, head_dim]
+  T* cached_values = cached_keys + static_cast<int64_t>(args.cache_keys) * head_dim;
+  float* query = reinterpret_cast<float*>(cached_values + static_cast<int64_t>(args.cache_keys) * head_dim);
+  float* warp_states = query + kMaxHeadDim;  // [warps, head_dim + 2]: sums, then largest and total
+  int* key_rows = reinterpret_cast<int*>(warp_states + kWarps * (kMaxHeadDim + 2));  // [max_keys]
+  const auto row_of = [&](const T* cached, const T* global, int j, int key, int64_t head_offset) {
+    return j < args.cache_keys ? cached + static_cast<int64_t>(j) * head_dim
+                               : global + static_cast<int64_t>(key) * width + head_offset;
+  };
+
+  __syncthreads();  // the block's warps are done with the previous product's staged rows in `work`
+  int cached = 0;
+  if (static_cast<int>(blockIdx.x) < units) {
+    const int r = blockIdx.x / heads;
+    const int64_t head_offset = static_cast<int64_t>(blockIdx.x % heads) * head_dim;
+    cached = min(min(ready(r), key_count(r)), args.cache_keys);
+    for (int i = threadIdx.x; i < cached * vectors; i += kThreads) {
+      const int j = i / vectors, v = i % vectors, key = key_of(r, j);
+      if (v == 0) key_rows[j] = key;
+      if (key < 0) continue;  // masked: never read
+      const int64_t from = static_cast<int64_t>(key) * width + head_offset + v * N;
+      copy_async_16(cached_keys + static_cast<int64_t>(j) * head_dim + v * N, keys + from);
+      copy_async_16(cached_values + static_cast<int64_t>(j) * head_dim + v * N, values + from);
+    }
+  }
+  grid_barrier(args.barrier, target, args.trace);
+  wait_async_copies();
+
+  for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    if (unit != static_cast<int>(blockIdx.x)) cached = 0;
+    const int r = unit / heads;
+    const int64_t head_offset = static_cast<int64_t>(unit % heads) * head_dim;
+    const int count = key_count(r);
+    // The keys the previous phases wrote (this step's own key) join the cached ones, loaded with the query in
+    // one round trip.
+    const int cache_end = min(count, args.cache_keys);
+    for (int i = threadIdx.x; i < (cache_end - cached) * vectors; i += kThreads) {
+      const int j = cached + i / vectors, v = i % vectors, key = key_of(r, j);
+      if (v == 0) key_rows[j] = key;
+      if (key < 0) continue;
+      const int64_t from = static_cast<int64_t>(key) * width + head_offset + v * N;
+      *reinterpret_cast<Vector<T, N>*>(cached_keys + static_cast<int64_t>(j) * head_dim + v * N) =
+          *reinterpret_cast<const Vector<T, N>*>(keys + from);
+      *reinterpret_cast<Vector<T, N>*>(cached_values + static_cast<int64_t>(j) * head_dim + v * N) =
+          *reinterpret_cast<const Vector<T, N>*>(values + from);
+    }
+    if (threadIdx.x < head_dim) query[threadIdx.x] = to_float(args.query[static_cast<int64_t>(r) * width + head_offset + threadIdx.x]);
+    __syncthreads();  // also publishes every thread's asynchronous copies
+    float q[N];
+#pragma unroll
+    for (int e = 0; e < N; ++e) q[e] = query[part * N + e];
+    SoftmaxState<N> state;
+    for (int first = warp * slots; first < count; first += kWarps * slots) {
+      const int j = first + slot;
+      const int key = j >= count ? -1 : j < cache_end ? key_rows[j] : key_of(r, j);
+      Vector<T, N> k{}, v{};
+      if (key >= 0) {  // masked keys may not exist: never read
+        k = reinterpret_cast<const Vector<T, N>*>(row_of(cached_keys, keys, j, key, head_offset))[part];
+        v = reinterpret_cast<const Vector<T, N>*>(row_of(cached_values, values, j, key, head_offset))[part];
+      }
+      float dot = 0.0f;
+#pragma unroll
+      for (int e = 0; e < N; ++e) dot += q[e] * to_float(k.value[e]);
+      for (int offset = vectors / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullMask, dot, offset);
+      const float score = key >= 0 ? dot * args.scale : -INFINITY;
+      float one[N];
+#pragma unroll
+      for (int e = 0; e < N; ++e) one[e] = to_float(v.value[e]);
+      state.merge(score, key >= 0 ? 1.0f : 0.0f, one);
+    }
+    // The warp's key slots into slot 0, then the warps into the first head_dim threads.
+    for (int offset = vectors; offset < 32; offset *= 2) {
+      float sums[N];
+#pragma unroll
+      for (int e = 0; e < N; ++e) sums[e] = __shfl_xor_sync(kFullMask, state.sums[e], offset);
+      const float largest = __shfl_xor_sync(kFullMask, state.largest, offset);
+      const float total = __shfl_xor_sync(kFullMask, state.total, offset);
+      state.merge(largest, total, sums);
+    }
+    float* mine = warp_states + warp * (kMaxHeadDim + 2);
+    if (slot == 0) {
+#pragma unroll
+      for (int e = 0; e < N; ++e) mine[part * N + e] = state.sums[e];
+      if (part == 0) mine[kMaxHeadDim] = state.largest, mine[kMaxHeadDim + 1] = state.total;
+    }
+    __syncthreads();
+    if (threadIdx.x < head_dim) {
+      SoftmaxState<1> all;
+      for (int w = 0; w < kWarps; ++w) {
+        const float* theirs = warp_states + w * (kMaxHeadDim + 2);
+        const float sums[1] = {theirs[threadIdx.x]};
+        all.merge(theirs[kMaxHeadDim], theirs[kMaxHeadDim + 1], sums);
+      }
+      const float inverse = all.total > 0.0f ? 1.0f / all.total : 0.0f;  // no key: a zero row
+      args.context[static_cast<int64_t>(r) * width + head_offset + threadIdx.x] = round_to<T>(all.sums[0] * inverse);
+    }
+    __syncthreads();  // the next unit reuses the scratch
+  }
+}
+
+// ---- the kernel ----
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const __grid_constant__ Arguments<T> args) {
+  extern __shared__ float shared_memory[];
+  const int d = args.width, rows = args.rows;
+  // The residual rows take rows * d elements of T; what follows stays 16-byte aligned (d is a multiple of 8).
+  float* norm = shared_memory + rows * d * static_cast<int>(sizeof(T)) / 4;
+  float* work = norm + 2 * d;
+  T* weights = reinterpret_cast<T*>(work + args.work_floats);
+  int* steps = reinterpret_cast<int*>(weights + static_cast<int64_t>(kWarps) * args.warp_weights);
+  const Shared shared{shared_memory, norm, work, weights, steps, steps + kStepRows * rows};
+  // The step's inputs, and the older history of the block's first attention unit (its row's positions so
+  // far): constant during the step, so read once, and the attention phases copy keys ahead without waiting.
+  for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+    steps[kPosition * rows + i] = args.positions[i];
+    steps[kKeyLength * rows + i] = args.key_lengths[i];
+    steps[kMemoryStart * rows + i] = args.memory_starts[i];
+    steps[kSourceLength * rows + i] = args.source_lengths[i];
+    steps[kCacheRow * rows + i] = args.cache_rows[i];
+  }
+  const int history_row = static_cast<int>(blockIdx.x) < rows * args.heads ? static_cast<int>(blockIdx.x) / args.heads : -1;
+  if (history_row >= 0) {
+    const int known = min(max(args.positions[history_row], 0), args.history_capacity);
+    for (int j = threadIdx.x; j < known; j += blockDim.x)
+      shared.history[j] = args.history[static_cast<int64_t>(history_row) * args.history_capacity + j];
+  }
+  __syncthreads();
+  const auto step = [&](StepRow which, int r) { return steps[which * rows + r]; };
+  unsigned target = 0;
+  record_time(args.trace, 0);
+  const Product square{d, d}, qkv_shape{d, 3 * d}, inner_shape{d, args.ffn}, outer_shape{args.ffn, d};
+  // A sublayer's end: its product plus the bias (in `value`) and the residual, kept in fp32 for the norm.
+  const auto add_residual = [&](int r, int column, float value) {
+    const int64_t i = static_cast<int64_t>(r) * d + column;
+    args.sums[i] = value + to_float(static_cast<const T*>(shared.residual)[i]);
+  };
+  T* staged = reinterpret_cast<T*>(shared.work);
+  const auto stage_context = [&] { return stage_rows(args.context, rows, d, staged); };
+  const auto nothing = [] {};
+  // Key j of row r in the self-attention cache: through the history table, except this step's own key, whose
+  // block is the row's cache row (what the QKV phase writes into the history; reading it there would wait on
+  // one more round trip).
+  const auto self_key = [&](int r, int j) {
+    const int position = step(kPosition, r);
+    const int block = j >= position                      ? (position < args.history_capacity ? step(kCacheRow, r) : -1)
+                      : r == history_row                 ? shared.history[j]
+                                                         : args.history[static_cast<int64_t>(r) * args.history_capacity + j];
+    return block >= 0 && block < args.cache_blocks ? block * args.block_positions + j % args.block_positions : -1;
+  };
+  const auto memory_key = [&](int r, int j) { return step(kMemoryStart, r) + j; };
+  const auto memory_count = [&](int r) {
+    const int start = step(kMemoryStart, r);
+    if (start < 0 || start >= args.memory_positions) return 0;
+    return min(min(max(step(kSourceLength, r), 0), args.source_span), args.memory_positions - start);
+  };
+
+  for (int l = 0; l < args.num_layers; ++l) {
+    const LayerPointers<T>& layer = args.layers[l];
+    // QKV from the layer's input: the query to `query`, the key and value to the cache block of the row's
+    // position.
+    const auto prefetch_input = [&] {
+      if (l > 0) prefetch_norm(args.layers[l - 1].ffn_gamma, args.layers[l - 1].ffn_beta, d, shared);
+    };
+    const auto stage_input = [&] {
+      if (l == 0) return stage_rows(args.input, rows, d, static_cast<T*>(shared.residual));
+      return stage_normalized<T>(args.sums, args, shared, nullptr);
+    };
+    product_phase(layer.qkv_weight, layer.qkv_bias, qkv_shape, args, shared, target, l > 0, prefetch_input, stage_input,
+                  [&](int r, int column, float biased) {
+                    const T value = round_to<T>(biased);
+                    if (column < d) {
+                      args.query[static_cast<int64_t>(r) * d + column] = value;
+                      return;
+                    }
+                    const int position = step(kPosition, r), block = step(kCacheRow, r);
+                    if (position < 0 || position >= args.history_capacity || block < 0 || block >= args.cache_blocks)
+                      return;
+                    const int64_t entry =
+                        static_cast<int64_t>(block) * args.block_positions + position % args.block_positions;
+                    if (column < 2 * d) {
+                      layer.self_keys[entry * d + column - d] = value;
+                      if (column == d) args.history[static_cast<int64_t>(r) * args.history_capacity + position] = block;
+                    } else {
+                      layer.self_values[entry * d + column - 2 * d] = value;
+                    }
+                  });
+    // Self-attention over the row's keys through the history table: those before its position are older
+    // than this step.
+    attention_phase(
+        layer.self_keys, layer.self_values, args, shared.work, target, self_key,
+        [&](int r) { return min(max(step(kKeyLength, r), 0), args.history_capacity); },
+        [&](int r) { return max(step(kPosition, r), 0); });
+    product_phase(layer.self_output_weight, layer.self_output_bias, square, args, shared, target, true, nothing,
+                  stage_context, add_residual);
+    // Cross-attention's query from the normalized sums.
+    product_phase(
+        layer.cross_query_weight, layer.cross_query_bias, square, args, shared, target, true,
+        [&] { prefetch_norm(layer.self_gamma, layer.self_beta, d, shared); },
+        [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); },
+        [&](int r, int column, float biased) { args.query[static_cast<int64_t>(r) * d + column] = round_to<T>(biased); });
+    // Cross-attention over the row's run of the memory pool, all of it written before the step.
+    attention_phase(layer.cross_keys, layer.cross_values, args, shared.work, target, memory_key, memory_count,
+                    memory_count);
+    product_phase(layer.cross_output_weight, layer.cross_output_bias, square, args, shared, target, true, nothing,
+                  stage_context, add_residual);
+    // The feed-forward block: normalized sums -> activation -> back to d.
+    product_phase(
+        layer.inner_weight, layer.inner_bias, inner_shape, args, shared, target, true,
+        [&] { prefetch_norm(layer.cross_gamma, layer.cross_beta, d, shared); },
+        [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); },
+        [&](int r, int column, float biased) {
+          args.hidden[static_cast<int64_t>(r) * args.ffn + column] = round_to<T>(activate(args.activation, biased));
+        });
+    product_phase(
+        layer.outer_weight, layer.outer_bias, outer_shape, args, shared, target, true, nothing,
+        [&] { return stage_rows(args.hidden, rows, args.ffn, staged); }, add_residual);
+  }
+  // The last layer's norm, into the output (block 0 writes it).
+  const LayerPointers<T>& last = args.layers[args.num_layers - 1];
+  if (blockIdx.x == 0) prefetch_norm(last.ffn_gamma, last.ffn_beta, d, shared);
+  grid_barrier(args.barrier, target, args.trace);
+  if (blockIdx.x == 0) {
+    stage_normalized<T>(args.sums, args, shared, args.output);
+    record_time(args.trace, target / gridDim.x + 1);
+  }
+}
+
+// The kernel's shared memory for a shape: the residual rows and a norm's parameters, the work area (the
+// larger of a product's staged input rows and an attention unit's scratch with `cache_keys` keys and values
+// copied ahead), then every warp's weight slot.
+struct SharedLayout {
+  int work_floats = 0;
+  int warp_weights = 0;  // elements of T per warp
+  int warp_columns = 0;  // the most columns a warp computes in one product
+  int cache_keys = 0;
+  size_t bytes = 0;
+};
+
+SharedLayout shared_layout(int rows, int width, int ffn, int head_dim, int max_keys, int history_capacity,
+                           int cache_keys, size_t element, int warps) {
+  SharedLayout layout;
+  layout.cache_keys = cache_keys;
+  const auto columns = [&](int out) { return (out + warps - 1) / warps; };
+  layout.warp_columns = std::max(columns(3 * width), columns(ffn));
+  layout.warp_weights = std::max({columns(3 * width) * width, columns(ffn) * width, columns(width) * ffn});
+  // Staged rows of T, or a layer norm's fp32 sums.
+  const size_t staged = std::max(static_cast<size_t>(rows) * std::max(width, ffn) * element / 4, static_cast<size_t>(rows) * width);
+  const size_t attention = (2 * static_cast<size_t>(cache_keys) * head_dim * element + 3) / 4 + kMaxHeadDim +
+                           kWarps * (kMaxHeadDim + 2) + static_cast<size_t>(max_keys);
+  layout.work_floats = static_cast<int>((std::max(staged, attention) + 3) / 4 * 4);  // keeps the slots aligned
+  layout.bytes = static_cast<size_t>(rows) * width * element +
+                 (2 * static_cast<size_t>(width) + layout.work_floats) * sizeof(float) +
+                 static_cast<size_t>(kWarps) * layout.warp_weights * element +
+                 (static_cast<size_t>(kStepRows) * rows + history_capacity) * sizeof(int);
+  return layout;
+}
+
+size_t shared_limit() {
+  return std::min(ops::kPersistentDecoderMaxSharedBytes,
+                  static_cast<size_t>(context().properties.sharedMemPerBlockOptin));
+}
+
+int grid_warps() { return context().properties.multiProcessorCount * kWarps; }
+
+// The shape's layout with as many keys copied ahead (at most one per thread) as the shared memory holds.
+SharedLayout layout_for(int rows, int width, int ffn, int head_dim, int max_keys, int history_capacity, size_t element) {
+  int keys = std::min(max_keys, kThreads);
+  SharedLayout layout = shared_layout(rows, width, ffn, head_dim, max_keys, history_capacity, keys, element, grid_warps());
+  while (keys > 0 && layout.bytes > shared_limit()) {
+    keys /= 2;
+    layout = shared_layout(rows, width, ffn, head_dim, max_keys, history_capacity, keys, element, grid_warps());
+  }
+  return layout;
+}
+
+template <typename T>
+const T* data_of(const Tensor* tensor) {
+  return tensor->data<T>();
+}
+
+template <typename T>
+void launch_persistent_decoder(const Tensor& x, const std::vector<ops::PersistentDecoderLayer>& layers,
+                               const ops::PersistentDecoderStep& step, Tensor& workspace, Tensor* trace,
+                               Tensor& out, cudaStream_t stream) {
+  Arguments<T> args{};
+  args.num_layers = static_cast<int>(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const ops::PersistentDecoderLayer& from = layers[l];
+    LayerPointers<T>& to = args.layers[l];
+    to = {data_of<T>(from.qkv_weight),          data_of<T>(from.qkv_bias),
+          data_of<T>(from.self_output_weight),  data_of<T>(from.self_output_bias),
+          data_of<T>(from.self_gamma),          data_of<T>(from.self_beta),
+          data_of<T>(from.cross_query_weight),  data_of<T>(from.cross_query_bias),
+          data_of<T>(from.cross_output_weight), data_of<T>(from.cross_output_bias),
+          data_of<T>(from.cross_gamma),         data_of<T>(from.cross_beta),
+          data_of<T>(from.inner_weight),        data_of<T>(from.inner_bias),
+          data_of<T>(from.outer_weight),        data_of<T>(from.outer_bias),
+          data_of<T>(from.ffn_gamma),           data_of<T>(from.ffn_beta),
+          from.self_keys->data<T>(),            from.self_values->data<T>(),
+          data_of<T>(from.cross_keys),          data_of<T>(from.cross_values)};
+  }
+  // Weights, caches and activations are read 16 bytes at a time (asynchronous copies included).
+  for (int l = 0; l < args.num_layers; ++l) {
+    const auto* pointers = reinterpret_cast<const void* const*>(&args.layers[l]);
+    for (size_t p = 0; p < sizeof(LayerPointers<T>) / sizeof(void*); ++p)
+      SEQTRANS_CHECK(is_aligned(pointers[p], 16), "persistent_decoder_step: a tensor of layer {} is not 16-byte aligned", l);
+  }
+  const ops::PersistentDecoderLayer& first = layers.front();
+  args.rows = static_cast<int>(x.dim(0));
+  args.width = static_cast<int>(x.dim(1));
+  args.ffn = static_cast<int>(first.inner_weight->dim(0));
+  args.heads = step.num_heads;
+  args.head_dim = args.width / args.heads;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(args.head_dim));
+  args.epsilon = step.epsilon;
+  args.activation = step.activation;
+  args.input = x.data<T>();
+  args.output = out.data<T>();
+  args.positions = step.positions->data<int32_t>();
+  args.key_lengths = step.key_lengths->data<int32_t>();
+  args.memory_starts = step.memory_starts->data<int32_t>();
+  args.source_lengths = step.source_lengths->data<int32_t>();
+  args.cache_rows = step.cache_rows->data<int32_t>();
+  args.history = step.history->data<int32_t>();
+  args.history_capacity = static_cast<int>(step.history->dim(1));
+  args.cache_blocks = static_cast<int>(first.self_keys->dim(0));
+  args.block_positions = static_cast<int>(first.self_keys->dim(1));
+  args.memory_positions = static_cast<int>(first.cross_keys->dim(0));
+  args.source_span = static_cast<int>(step.source_span);
+  args.max_keys = std::max(args.history_capacity, args.source_span);
+
+  // Workspace: the barrier counter first (its own 256 bytes), then the activations.
+  const int64_t rows = args.rows, d = args.width;
+  char* base = static_cast<char*>(workspace.raw());
+  args.barrier = reinterpret_cast<unsigned*>(base);
+  float* sums = reinterpret_cast<float*>(base + 256);
+  args.sums = sums;
+  T* activations = reinterpret_cast<T*>(sums + rows * d);
+  args.query = activations;
+  args.context = args.query + rows * d;
+  args.hidden = args.context + rows * d;
+  args.trace = trace != nullptr ? reinterpret_cast<unsigned long long*>(trace->raw()) : nullptr;
+  CUDA_CHECK(cudaMemsetAsync(args.barrier, 0, sizeof(unsigned), stream));
+
+  const SharedLayout layout =
+      layout_for(args.rows, args.width, args.ffn, args.head_dim, args.max_keys, args.history_capacity, sizeof(T));
+  args.cache_keys = layout.cache_keys;
+  args.work_floats = layout.work_floats;
+  args.warp_weights = layout.warp_weights;
+  const size_t shared = layout.bytes;
+  static std::once_flag attribute_set;
+  std::call_once(attribute_set, [] {
+    CUDA_CHECK(cudaFuncSetAttribute(persistent_decoder_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(ops::kPersistentDecoderMaxSharedBytes)));
+  });
+  // One block per multiprocessor, all resident at once (the barrier needs every block running): a
+  // cooperative launch guarantees it.
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(context().properties.multiProcessorCount));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, persistent_decoder_kernel<T>, args));
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+size_t persistent_decoder_workspace_bytes(int64_t rows, int64_t width, int64_t ffn, DataType dtype) {
+  return 256 + static_cast<size_t>(rows * width) * sizeof(float) +
+         static_cast<size_t>(rows * (2 * width + ffn)) * dtype_size(dtype);
+}
+
+bool persistent_decoder_fits(DataType dtype, int64_t rows, int64_t width, int64_t ffn, int64_t heads, int64_t layers,
+                             int64_t max_keys) {
+  const int64_t vector = 16 / static_cast<int64_t>(dtype_size(dtype));
+  if (rows < 1 || rows > kMaxRows || layers < 1 || layers > kMaxLayers || heads < 1 || width % heads != 0)
+    return false;
+  const int64_t head_dim = width / heads;
+  if (head_dim > kMaxHeadDim || head_dim % vector != 0 || ffn % vector != 0) return false;
+  if (32 % (head_dim / vector) != 0) return false;  // a key row's vectors share a warp evenly
+  if (width > 32 * 4 * kNormQuads) return false;
+  const SharedLayout layout = shared_layout(static_cast<int>(rows), static_cast<int>(width), static_cast<int>(ffn),
+                                            static_cast<int>(head_dim), static_cast<int>(max_keys),
+                                            static_cast<int>(max_keys), 0, dtype_size(dtype), grid_warps());
+  return layout.warp_columns <= kMaxWarpColumns && layout.bytes <= shared_limit();
+}
+
+void persistent_decoder_step(const Tensor& x, const std::vector<ops::PersistentDecoderLayer>& layers,
+                             const ops::PersistentDecoderStep& step, Tensor& workspace, Tensor* trace, Tensor& out,
+                             cudaStream_t stream) {
+  check_on_device("persistent_decoder_step", "x", x);
+  check_on_device("persistent_decoder_step", "workspace", workspace);
+  if (x.dtype() == DataType::F16)
+    launch_persistent_decoder<__half>(x, layers, step, workspace, trace, out, stream);
+  else
+    launch_persistent_decoder<float>(x, layers, step, workspace, trace, out, stream);
+}
+
+}  // namespace seqtrans::cuda
