@@ -26,6 +26,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   engine.cuda_graphs = !options.no_cuda_graphs;
   engine.packed_encoder = !options.no_packed_encoder;
   engine.persistent_decode = !options.no_persistent_decode;
+  engine.persistent_decode_rows = options.persistent_decode_rows;
   return engine;
 }
 
@@ -262,6 +263,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->group(measure_group);
   command->add_flag("--no-persistent-decode", options.no_persistent_decode,
                     "Run small decoder steps layer by layer instead of in one persistent kernel")
+      ->group(measure_group);
+  command->add_option("--persistent-decode-rows", options.persistent_decode_rows,
+                      fmt::format("Steps of at most N rows run through the persistent kernel (default {}, the "
+                                  "crossover measured on an H200; at most {})",
+                                  kPersistentDecodeRows, ops::kPersistentDecoderMaxRows))
+      ->check(CLI::Range(int64_t{0}, ops::kPersistentDecoderMaxRows))
       ->group(measure_group);
   command->add_flag("--no-packed-encoder", options.no_packed_encoder,
                     "Encode each group of sentences padded to its longest instead of packed without padding")

@@ -2,11 +2,13 @@
 //
 // One block per multiprocessor stays resident for the whole step. A layer is eight phases (QKV, self-
 // attention, its output projection, the cross-attention query, cross-attention, its output projection, the
-// two FFN products); a grid-wide barrier replaces the kernel boundary between phases. Before a warp waits at
-// the barrier it loads the weight row of its next output column, so weight streaming overlaps the wait and
-// the previous phase's tail. Layer norm, bias, residual and activation are folded into the products: a
-// product normalizes its input rows as it loads them (every block for itself: a few rows of d values), and
-// its epilogue adds the bias and the residual.
+// two FFN products); a grid-wide barrier replaces the kernel boundary between phases. Between arriving at a
+// barrier and waiting on it, a block copies into shared memory what its next phase needs that no earlier
+// phase of the step writes (its warps' weight rows, a norm's gamma and beta, an attention unit's older keys
+// and values), so that after the barrier it waits only for the previous phase's outputs. Layer norm, bias,
+// residual and activation are folded into the products: a product normalizes its input rows as it loads
+// them (every block for itself: a few rows of d values), and its epilogue adds the bias and the residual.
+// The barrier costs about 1.8 us on an H200, eight a layer: the design's floor (docs/BENCHMARKS.md).
 //
 // Values are rounded to T where the op-by-op path stores a tensor between ops (queries, keys, values,
 // attention outputs, layer norms, the FFN's hidden layer); sums before a layer norm stay in fp32, and a
@@ -68,9 +70,6 @@ struct Arguments {
 
 // ---- the grid barrier ----
 
-// Every block arrives once per barrier; `target` counts the arrivals this block waits for (the same sequence
-// in every block). Block-wide: the fence before the arrival publishes the block's writes (ordered by the
-// __syncthreads), the acquire load makes the other blocks' visible.
 __device__ __forceinline__ void record_time(unsigned long long* trace, unsigned index) {
   if (trace == nullptr || blockIdx.x != 0 || threadIdx.x != 0) return;
   unsigned long long now;
@@ -78,12 +77,18 @@ __device__ __forceinline__ void record_time(unsigned long long* trace, unsigned 
   trace[index] = now;
 }
 
-__device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned& target, unsigned long long* trace) {
+// The grid barrier, split: a block arrives as soon as its writes of a phase are done, copies what the next
+// phase needs ahead, then waits. Every block arrives once per barrier; `target` counts the arrivals this
+// block waits for (the same sequence in every block). The __syncthreads orders the block's writes before
+// the release, and the acquire load makes the other blocks' visible.
+__device__ __forceinline__ void arrive(unsigned* counter, unsigned& target) {
   target += gridDim.x;
   __syncthreads();
+  if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory");
+}
+
+__device__ __forceinline__ void wait_arrivals(const unsigned* counter, unsigned target, unsigned long long* trace) {
   if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(counter, 1u);
     unsigned seen;
     do {
       asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
@@ -291,7 +296,8 @@ struct Product {
   int in, out;
 };
 
-// Copies the warp's weight rows (and loads their biases) before waiting at the barrier, stages the input rows
+// Arrives at the barrier (after the previous phase, `wait`), copies the warp's weight rows (and loads their
+// biases) while the other blocks arrive, waits, stages the input rows
 // (stage() returns them), then computes the warp's output columns and hands each column's biased dot
 // products to epilogue(r, column, value).
 template <typename T, typename Prefetch, typename Stage, typename Epilogue>
@@ -300,6 +306,7 @@ __device__ void product_phase(const T* weight, const T* bias, Product shape, con
                               Epilogue epilogue) {
   const int warps = static_cast<int>(gridDim.x) * kWarps, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int first = static_cast<int>(blockIdx.x) * kWarps + warp;
+  if (wait) arrive(args.barrier, target);
   T* slot = static_cast<T*>(shared.weights) + static_cast<int64_t>(warp) * args.warp_weights;
   prefetch_rows(weight, shape.in, first, warps, shape.out, slot);
   float shifts[kMaxWarpColumns];
@@ -309,7 +316,7 @@ __device__ void product_phase(const T* weight, const T* bias, Product shape, con
     shifts[k] = column < shape.out ? to_float(bias[column]) : 0.0f;
   }
   prefetch();
-  if (wait) grid_barrier(args.barrier, target, args.trace);
+  if (wait) wait_arrivals(args.barrier, target, args.trace);
   wait_async_copies();  // stage() ends at a block barrier, which publishes the copies to the warp
   const T* inputs = stage();
 #pragma unroll
@@ -372,7 +379,7 @@ __device__ void attention_phase(const T* keys, const T* values, const Arguments<
                                : global + static_cast<int64_t>(key) * width + head_offset;
   };
 
-  __syncthreads();  // the block's warps are done with the previous product's staged rows in `work`
+  arrive(args.barrier, target);  // its __syncthreads: the block is done with the staged rows in `work`
   int cached = 0;
   if (static_cast<int>(blockIdx.x) < units) {
     const int r = blockIdx.x / heads;
@@ -387,7 +394,7 @@ __device__ void attention_phase(const T* keys, const T* values, const Arguments<
       copy_async_16(cached_values + static_cast<int64_t>(j) * head_dim + v * N, values + from);
     }
   }
-  grid_barrier(args.barrier, target, args.trace);
+  wait_arrivals(args.barrier, target, args.trace);
   wait_async_copies();
 
   for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
@@ -582,8 +589,9 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
   }
   // The last layer's norm, into the output (block 0 writes it).
   const LayerPointers<T>& last = args.layers[args.num_layers - 1];
+  arrive(args.barrier, target);
   if (blockIdx.x == 0) prefetch_norm(last.ffn_gamma, last.ffn_beta, d, shared);
-  grid_barrier(args.barrier, target, args.trace);
+  wait_arrivals(args.barrier, target, args.trace);
   if (blockIdx.x == 0) {
     stage_normalized<T>(args.sums, args, shared, args.output);
     record_time(args.trace, target / gridDim.x + 1);

@@ -20,7 +20,7 @@ void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& s
   model.topk_algorithm = settings.topk_algorithm;
   model.cuda_graphs = settings.cuda_graphs;
   model.packed_encoder = settings.packed_encoder;
-  model.persistent_decode_rows = settings.persistent_decode ? ModelOptions{}.persistent_decode_rows : 0;
+  model.persistent_decode_rows = settings.persistent_decode ? settings.persistent_decode_rows : 0;
 }
 
 std::string describe(const EngineSettings& settings) {

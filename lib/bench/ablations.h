@@ -20,13 +20,16 @@ struct EngineSettings {
   ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;  // --no-hierarchical-topk: FullScan
   bool cuda_graphs = true;   // each decoder step replayed as one CUDA graph (off: --no-cuda-graphs)
   bool packed_encoder = true;  // joining sentences encoded without padding (off: --no-packed-encoder)
-  // Small decoder steps in one persistent kernel (off: --no-persistent-decode).
+  // Small decoder steps in one persistent kernel (off: --no-persistent-decode), up to this many rows
+  // (--persistent-decode-rows).
   bool persistent_decode = true;
+  int64_t persistent_decode_rows = kPersistentDecodeRows;
 
   bool operator==(const EngineSettings& other) const {
     return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
            topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs &&
-           packed_encoder == other.packed_encoder && persistent_decode == other.persistent_decode;
+           packed_encoder == other.packed_encoder && persistent_decode == other.persistent_decode &&
+           persistent_decode_rows == other.persistent_decode_rows;
   }
 };
 

@@ -11,8 +11,8 @@
 namespace seqtrans {
 
 // Decoder steps of at most this many rows run through the persistent decoder kernel by default: the measured
-// crossover on an H200 (fp16, Transformer-base, docs/BENCHMARKS.md): it ties the layer-by-layer graph at 1
-// row, is ahead at 2 and behind from 4 on (its products re-read every input row per output column).
+// crossover on an H200 (fp16, Transformer-base, docs/BENCHMARKS.md): 1.11x the layer-by-layer graph at 1
+// row, 1.09x at 2, behind from 4 on (its products re-read every input row per output column).
 inline constexpr int64_t kPersistentDecodeRows = 2;
 
 struct ModelOptions {
