@@ -22,6 +22,7 @@
 namespace seqtrans::cuda {
 namespace {
 
+// The kernel needs about 190 registers a thread: a block of 256 threads is what a multiprocessor holds.
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxRows = ops::kPersistentDecoderMaxRows;
