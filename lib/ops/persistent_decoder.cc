@@ -62,16 +62,15 @@ void check_step(const PersistentDecoderStep& step, int64_t rows) {
   check_dtype(kOp, "history", *step.history, DataType::I32);
 }
 
-int64_t max_keys(const PersistentDecoderStep& step) { return std::max(step.history->dim(1), step.source_span); }
-
 }  // namespace
 
 bool persistent_decoder_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
                              const PersistentDecoderStep& step) {
 #ifdef SEQTRANS_WITH_CUDA
   if (x.device() != Device::CUDA || x.rank() != 2 || layers.empty() || step.cache_rows == nullptr) return false;
+  const int64_t max_keys = std::max(step.history->dim(1), step.source_span);  // the longest list a row reads
   return cuda::persistent_decoder_fits(x.dtype(), x.dim(0), x.dim(1), layers.front().inner_weight->dim(0),
-                                       step.num_heads, static_cast<int64_t>(layers.size()), max_keys(step));
+                                       step.num_heads, static_cast<int64_t>(layers.size()), max_keys);
 #else
   (void)x, (void)layers, (void)step;
   return false;
