@@ -10,6 +10,7 @@
 #include "support/golden.h"
 #include "support/gpu.h"
 #include "support/model_builder.h"
+#include "support/search_runs.h"
 #include "text/tokenizer.h"
 #include "translator.h"
 
@@ -225,28 +226,12 @@ TEST_CASE("GPU fp16 gives the CPU's tokens on the bundled model for the golden i
   REQUIRE_GPU_OR_SKIP();
   const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
   const ModelFile file = ModelFile::open(std::string(SEQTRANS_SOURCE_DIR) + "/models/opus-demo-en-de.seqtrans");
-  const Tokenizer tokenizer(tokenizer_spec(file));
-  std::vector<std::vector<int32_t>> sources;
-  for (const GoldenCase& golden_case : golden.cases) {
-    sources.push_back(tokenizer.encode_source(golden_case.source_text));
-    tokenizer.truncate_source(sources.back(), static_cast<size_t>(file.config().max_positions));
-  }
+  const std::vector<std::vector<int32_t>> sources = tokenized_golden_sources(golden, file, golden.cases.size());
   EncoderDecoderModel cpu(file, {Device::CPU, DataType::F32});
   EncoderDecoderModel gpu(file, {Device::CUDA, DataType::F16});
   for (const int beam : {1, 4}) {
-    SearchOptions options;
-    options.beam_size = beam;
-    options.max_length_a = 80;
-    options.max_length_b = 0.0f;
-    size_t identical = 0;
-    for (size_t begin = 0; begin < sources.size(); begin += 16) {
-      const std::vector<std::vector<int32_t>> batch(sources.begin() + begin,
-                                                    sources.begin() + std::min(sources.size(), begin + 16));
-      const std::vector<SearchResult> expected = search(cpu, batch, options);
-      const std::vector<SearchResult> actual = search(gpu, batch, options);
-      for (size_t i = 0; i < batch.size(); ++i)
-        identical += actual[i].hypotheses.at(0).tokens == expected[i].hypotheses.at(0).tokens;
-    }
+    const size_t identical =
+        compare_best(search_in_batches(gpu, sources, beam, 16), search_in_batches(cpu, sources, beam, 16)).identical;
     std::cout << fmt::format("bundled model, beam {}: GPU fp16 = CPU fp32 on {}/{} golden inputs ({:.1f}%)\n", beam,
                              identical, sources.size(), 100.0 * identical / sources.size());
     CHECK(identical >= sources.size() * 97 / 100);

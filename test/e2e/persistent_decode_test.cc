@@ -2,7 +2,6 @@
 // against the same steps run layer by layer: in fp32 the tokens are identical and the scores within 1e-4,
 // launched op by op and replayed as graphs, greedy and beam 4 (up to 12 rows); in fp16 it keeps the CPU's
 // tokens on the bundled model.
-#include <cmath>
 #include <iostream>
 
 #include "catch.h"
@@ -10,44 +9,17 @@
 #include "search/search.h"
 #include "support/golden.h"
 #include "support/gpu.h"
-#include "text/tokenizer.h"
-#include "translator.h"
+#include "support/search_runs.h"
 
 using namespace seqtrans;
 using namespace seqtrans::testing;
-
-namespace {
-
-// The first `count` golden inputs, searched `batch_size` sentences at a time.
-std::vector<SearchResult> search_in_batches(EncoderDecoderModel& model, const std::vector<std::vector<int32_t>>& sources,
-                                            int beam, size_t batch_size) {
-  SearchOptions options;
-  options.beam_size = beam;
-  options.max_length_a = 80;
-  options.max_length_b = 0.0f;
-  std::vector<SearchResult> results;
-  for (size_t begin = 0; begin < sources.size(); begin += batch_size) {
-    const std::vector<std::vector<int32_t>> batch(sources.begin() + static_cast<std::ptrdiff_t>(begin),
-                                                  sources.begin() + static_cast<std::ptrdiff_t>(std::min(sources.size(), begin + batch_size)));
-    for (SearchResult& result : search(model, batch, options)) results.push_back(std::move(result));
-  }
-  return results;
-}
-
-std::vector<std::vector<int32_t>> golden_sources(const GoldenFile& golden, size_t count) {
-  std::vector<std::vector<int32_t>> sources;
-  for (size_t i = 0; i < std::min(count, golden.cases.size()); ++i) sources.push_back(golden.cases[i].source_ids);
-  return sources;
-}
-
-}  // namespace
 
 TEST_CASE("the persistent decoder kernel equals the layers launched one by one (fp32)", "[gpu][e2e]") {
   REQUIRE_GPU_OR_SKIP();
   const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
   const ModelFile file = ModelFile::open(converted_tiny_model());
   // 3 to 229 source ids; the first 80 keep the test short enough for compute-sanitizer.
-  const std::vector<std::vector<int32_t>> sources = golden_sources(golden, 80);
+  const std::vector<std::vector<int32_t>> sources = golden_source_ids(golden, 80);
   for (const bool graphs : {false, true}) {
     for (const int beam : {1, 4}) {
       for (const size_t batch_size : {size_t{1}, size_t{3}}) {
@@ -60,15 +32,7 @@ TEST_CASE("the persistent decoder kernel equals the layers launched one by one (
         const std::vector<SearchResult> expected = search_in_batches(without_kernel, sources, beam, batch_size);
         const std::vector<SearchResult> actual = search_in_batches(with_kernel, sources, beam, batch_size);
         REQUIRE(actual.size() == expected.size());
-        size_t identical = 0;
-        double max_difference = 0.0;
-        for (size_t i = 0; i < actual.size(); ++i) {
-          const Hypothesis& a = actual[i].hypotheses.at(0);
-          const Hypothesis& e = expected[i].hypotheses.at(0);
-          if (a.tokens != e.tokens) continue;
-          ++identical;
-          max_difference = std::max(max_difference, std::abs(static_cast<double>(a.score) - e.score));
-        }
+        const auto [identical, max_difference] = compare_best(actual, expected);
         std::cout << fmt::format("persistent decoder, graphs {}, beam {}, batch {}: {}/{} identical, max score "
                                  "difference {:.2e}, {} persistent steps\n",
                                  graphs, beam, batch_size, identical, actual.size(), max_difference,
@@ -89,12 +53,7 @@ TEST_CASE("the persistent decoder kernel in fp16 keeps the CPU's tokens on the b
   REQUIRE_GPU_OR_SKIP();
   const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
   const ModelFile file = ModelFile::open(std::string(SEQTRANS_SOURCE_DIR) + "/models/opus-demo-en-de.seqtrans");
-  const Tokenizer tokenizer(tokenizer_spec(file));
-  std::vector<std::vector<int32_t>> sources;
-  for (size_t i = 0; i < std::min<size_t>(golden.cases.size(), 200); ++i) {
-    sources.push_back(tokenizer.encode_source(golden.cases[i].source_text));
-    tokenizer.truncate_source(sources.back(), static_cast<size_t>(file.config().max_positions));
-  }
+  const std::vector<std::vector<int32_t>> sources = tokenized_golden_sources(golden, file, 200);
   EncoderDecoderModel cpu(file, {Device::CPU, DataType::F32});
   ModelOptions persistent{Device::CUDA, DataType::F16};
   persistent.persistent_decode_rows = ops::kPersistentDecoderMaxRows;
@@ -102,9 +61,7 @@ TEST_CASE("the persistent decoder kernel in fp16 keeps the CPU's tokens on the b
   for (const int beam : {1, 4}) {
     const std::vector<SearchResult> expected = search_in_batches(cpu, sources, beam, 16);
     const std::vector<SearchResult> actual = search_in_batches(gpu, sources, beam, 4);  // 4 or 16 rows
-    size_t identical = 0;
-    for (size_t i = 0; i < sources.size(); ++i)
-      identical += actual[i].hypotheses.at(0).tokens == expected[i].hypotheses.at(0).tokens;
+    const size_t identical = compare_best(actual, expected).identical;
     std::cout << fmt::format("persistent decoder fp16, beam {}: GPU = CPU fp32 on {}/{} inputs ({:.1f}%)\n", beam,
                              identical, sources.size(), 100.0 * identical / sources.size());
     CHECK(identical >= sources.size() * 95 / 100);
