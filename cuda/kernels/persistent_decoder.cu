@@ -510,11 +510,6 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
   T* staged = reinterpret_cast<T*>(shared.work);
   const auto stage_context = [&] { return stage_rows(args.context, rows, d, staged); };
   const auto nothing = [] {};
-  // A product whose input rows are layer_norm(sums): the norm's gamma and beta are copied ahead of the barrier.
-  const auto copy_norm = [&](const T* gamma, const T* beta) {
-    return [&, gamma, beta] { prefetch_norm(gamma, beta, d, shared); };
-  };
-  const auto stage_norm = [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); };
   // Key j of row r in the self-attention cache: through the history table, except this step's own key, whose
   // block is the row's cache row (what the QKV phase writes into the history; reading it there would wait on
   // one more round trip).
@@ -541,7 +536,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
     };
     const auto stage_input = [&] {
       if (l == 0) return stage_rows(args.input, rows, d, static_cast<T*>(shared.residual));
-      return stage_norm();
+      return stage_normalized<T>(args.sums, args, shared, nullptr);
     };
     product_phase(layer.qkv_weight, layer.qkv_bias, qkv_shape, args, shared, target, l > 0, prefetch_input, stage_input,
                   [&](int r, int column, float biased) {
@@ -573,7 +568,8 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
     // Cross-attention's query from the normalized sums.
     product_phase(
         layer.cross_query_weight, layer.cross_query_bias, square, args, shared, target, true,
-        copy_norm(layer.self_gamma, layer.self_beta), stage_norm,
+        [&] { prefetch_norm(layer.self_gamma, layer.self_beta, d, shared); },
+        [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); },
         [&](int r, int column, float biased) { args.query[static_cast<int64_t>(r) * d + column] = round_to<T>(biased); });
     // Cross-attention over the row's run of the memory pool, all of it written before the step.
     attention_phase(layer.cross_keys, layer.cross_values, args, shared.work, target, memory_key, memory_count,
@@ -583,7 +579,8 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
     // The feed-forward block: normalized sums -> activation -> back to d.
     product_phase(
         layer.inner_weight, layer.inner_bias, inner_shape, args, shared, target, true,
-        copy_norm(layer.cross_gamma, layer.cross_beta), stage_norm,
+        [&] { prefetch_norm(layer.cross_gamma, layer.cross_beta, d, shared); },
+        [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); },
         [&](int r, int column, float biased) {
           args.hidden[static_cast<int64_t>(r) * args.ffn + column] = round_to<T>(activate(args.activation, biased));
         });
