@@ -265,9 +265,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
                     "Run small decoder steps layer by layer instead of in one persistent kernel")
       ->group(measure_group);
   command->add_option("--persistent-decode-rows", options.persistent_decode_rows,
-                      fmt::format("Steps of at most N rows run through the persistent kernel (default {}, the "
-                                  "crossover measured on an H200; at most {})",
-                                  kPersistentDecodeRows, ops::kPersistentDecoderMaxRows))
+                      fmt::format("Steps of at most N rows run through the persistent kernel (at most {})",
+                                  ops::kPersistentDecoderMaxRows))
+      ->default_str(fmt::format("{} in fp16, {} in fp32: the measured crossovers", kPersistentDecodeRowsF16,
+                                kPersistentDecodeRowsF32))
       ->check(CLI::Range(int64_t{0}, ops::kPersistentDecoderMaxRows))
       ->group(measure_group);
   command->add_flag("--no-packed-encoder", options.no_packed_encoder,

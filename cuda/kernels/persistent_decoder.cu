@@ -8,6 +8,8 @@
 // and values), so that after the barrier it waits only for the previous phase's outputs. Layer norm, bias,
 // residual and activation are folded into the products: a product normalizes its input rows as it loads
 // them (every block for itself: a few rows of d values), and its epilogue adds the bias and the residual.
+// In fp16 from kTensorCoreRows rows on, the products are mma tiles (rows x 8 columns x 16 inputs): on CUDA
+// cores every warp re-read each staged row per output column, two instructions per multiply-add.
 // The barrier costs about 1.8 us on an H200, eight a layer: the design's floor (docs/BENCHMARKS.md).
 //
 // Values are rounded to T where the op-by-op path stores a tensor between ops (queries, keys, values,
@@ -15,6 +17,7 @@
 // product gets its bias and residual before rounding (the op-by-op path rounds it first): fp16 then stays
 // as close to the fp32 reference as the op-by-op path, and fp32 equals it up to the order of additions.
 #include <mutex>
+#include <type_traits>
 
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
@@ -33,6 +36,15 @@ constexpr int kMaxHeadDim = 128;
 constexpr int kMaxWarpColumns = 4;
 // float4s of a row per lane in a layer norm: rows of at most 32 * 4 * 8 = 1,024 values.
 constexpr int kNormQuads = 8;
+// Tensor-core products (fp16): a work item is kItemColumns consecutive output columns over the whole input,
+// the n of one mma.m16n8k16 whose m is the (at most 16) rows and k kMmaK inputs.
+constexpr int kItemColumns = 8;
+constexpr int kMmaK = 16;
+// Elements of T after each staged row (inputs and weights) with tensor cores: rows then lie 16 bytes apart
+// modulo 128, so the eight row addresses of an ldmatrix fall in different banks.
+constexpr int kRowPad = 8;
+// Floats of Shared::partials: a warp's four sums per lane.
+constexpr int kPartialFloats = kWarps * 32 * 4;
 
 template <typename T>
 struct LayerPointers {
@@ -167,11 +179,13 @@ __device__ __forceinline__ T round_to(float x) {
 // weight rows (prefetch_rows).
 struct Shared {
   void* residual;
+  int residual_stride;  // elements of T from one residual row to the next
   float* norm;
   float* work;
-  void* weights;  // [warps, warp_weights] of T: each warp's weight rows of the current product
-  int* steps;     // [kStepRows, rows]: the step's inputs, read once at the start
-  int* history;   // [history_capacity]: the history row of the block's first attention unit, likewise
+  void* weights;    // [warps, warp_weights] of T: the weight rows of the current product
+  float* partials;  // tensor-core products: [warps, 32, 4], each warp's share of its item's sums
+  int* steps;       // [kStepRows, rows]: the step's inputs, read once at the start
+  int* history;     // [history_capacity]: the history row of the block's first attention unit, likewise
 };
 
 // Rows of Shared::steps.
@@ -201,12 +215,12 @@ __device__ __forceinline__ float4 load_four(const T* from) {
 // store (the compiler cannot tell the two apart), one L2 round trip per element of the loop.
 constexpr int kStageBatch = 4;
 
-// Rows of T into `into` (16-byte loads: `in` is a multiple of the vector width). Rows written earlier in this
-// kernel: plain loads, never the read-only path.
+// Rows of T into `into`, `stride` elements apart (16-byte loads: `in` and `stride` are multiples of the vector
+// width). Rows written earlier in this kernel: plain loads, never the read-only path.
 template <typename T>
-__device__ const T* stage_rows(const T* source, int rows, int in, T* into) {
+__device__ const T* stage_rows(const T* source, int rows, int in, T* into, int stride) {
   constexpr int N = kVectorWidth<T>;
-  const int total = rows * in / N;
+  const int row_vectors = in / N, total = rows * row_vectors;
   const auto* vectors = reinterpret_cast<const Vector<T, N>*>(source);
   for (int base = threadIdx.x; base < total; base += blockDim.x * kStageBatch) {
     Vector<T, N> packed[kStageBatch];
@@ -217,7 +231,8 @@ __device__ const T* stage_rows(const T* source, int rows, int in, T* into) {
     for (int b = 0; b < kStageBatch; ++b) {
       const int v = base + b * static_cast<int>(blockDim.x);
       if (v >= total) break;
-      reinterpret_cast<Vector<T, N>*>(into)[v] = packed[b];
+      const int row = v / row_vectors;
+      *reinterpret_cast<Vector<T, N>*>(into + static_cast<int64_t>(row) * stride + (v - row * row_vectors) * N) = packed[b];
     }
   }
   __syncthreads();
@@ -270,7 +285,7 @@ __device__ const T* stage_normalized(const float* sums, const Arguments<T>& args
       squares += (a * a + b * b) + (c * c + e * e);
     }
     const float inverse_std = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(width) + args.epsilon);
-    T* normalized = static_cast<T*>(shared.residual) + static_cast<int64_t>(r) * width;
+    T* normalized = static_cast<T*>(shared.residual) + static_cast<int64_t>(r) * shared.residual_stride;
 #pragma unroll
     for (int i = 0; i < kNormQuads; ++i) {
       const int q = lane + 32 * i;
@@ -333,6 +348,144 @@ __device__ void product_phase(const T* weight, const T* bias, Product shape, con
       if (r >= args.rows) break;
       const float dot = warp_sum(partial[r]);
       if (lane == r) epilogue(r, column, dot + shifts[k]);
+    }
+  }
+}
+
+// ---- a product phase on tensor cores ----
+
+__device__ __forceinline__ unsigned shared_address(const void* pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+// Four 8x8 matrices of 16-bit values from shared memory, lane l giving a row of matrix l / 8.
+__device__ __forceinline__ void load_matrices(unsigned (&to)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(to[0]), "=r"(to[1]), "=r"(to[2]), "=r"(to[3])
+               : "r"(shared_address(row))
+               : "memory");
+}
+
+// Two 8x8 matrices, lanes 0-15 giving the rows.
+__device__ __forceinline__ void load_matrices(unsigned (&to)[2], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(to[0]), "=r"(to[1])
+               : "r"(shared_address(row))
+               : "memory");
+}
+
+// sums (16 x 8, fp32) += a (16 x 16, fp16, by rows) x b (16 x 8, fp16, by columns).
+__device__ __forceinline__ void multiply_add(float (&sums)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(sums[0]), "+f"(sums[1]), "+f"(sums[2]), "+f"(sums[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// How a block shares a product's items: items are dealt to the blocks in turn; a block's warps form teams of
+// `team`, one item each, and split its k-steps between them (all warps of a block are busy whenever it has
+// an item; a team's sums are added in a fixed order, so they do not depend on timing). With more items
+// than warps a warp takes several, one after another.
+struct ItemShare {
+  int items;                 // the block's items in this phase
+  int team;                  // warps per item
+  int item;                  // the warp's first item (then every kWarps / team-th)
+  int part;                  // the warp's place in its team
+  int first_step, end_step;  // its k-steps
+};
+
+__device__ __forceinline__ ItemShare share_items(Product shape) {
+  const int all = shape.out / kItemColumns, block = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
+  const int warp = threadIdx.x / 32;
+  ItemShare share;
+  share.items = all > block ? (all - block + grid - 1) / grid : 0;
+  share.team = share.items == 0 ? kWarps : max(kWarps / share.items, 1);
+  share.item = warp / share.team;
+  share.part = warp % share.team;
+  const int steps = shape.in / kMmaK, per_part = (steps + share.team - 1) / share.team;
+  share.first_step = min(share.part * per_part, steps);
+  share.end_step = min(share.first_step + per_part, steps);
+  return share;
+}
+
+// Elements of T a block's item takes in shared memory: its kItemColumns weight rows (padded), then their biases.
+__host__ __device__ __forceinline__ int64_t item_elements(int in) {
+  return static_cast<int64_t>(kItemColumns) * (in + kRowPad) + kItemColumns;
+}
+
+// The warp's share of its items' weight rows (and, for the team's first warp, their biases) into the block's
+// item slots, asynchronously.
+template <typename T>
+__device__ void prefetch_items(const T* weight, const T* bias, Product shape, const ItemShare& share, T* slots) {
+  constexpr int N = kVectorWidth<T>;
+  const int lane = threadIdx.x % 32, stride = shape.in + kRowPad, first = share.first_step * kMmaK;
+  const int vectors = (share.end_step - share.first_step) * kMmaK / N;
+  for (int j = share.item; j < share.items; j += kWarps / share.team) {
+    const int64_t column = (static_cast<int64_t>(j) * gridDim.x + blockIdx.x) * kItemColumns;
+    T* slot = slots + j * item_elements(shape.in);
+    for (int i = lane; i < kItemColumns * vectors; i += 32) {
+      const int row = i / vectors, v = i % vectors;
+      copy_async_16(slot + row * stride + first + v * N, weight + (column + row) * shape.in + first + v * N);
+    }
+    if (share.part == 0 && lane == 0) copy_async_16(slot + kItemColumns * stride, bias + column);
+  }
+}
+
+// product_phase with the products on tensor cores (fp16). The staged input rows and the item slots are
+// rows of `shape.in + kRowPad` elements; input rows past args.rows are multiplied as copies of the last
+// and never handed to the epilogue.
+template <typename T, typename Prefetch, typename Stage, typename Epilogue>
+__device__ void product_phase_mma(const T* weight, const T* bias, Product shape, const Arguments<T>& args,
+                                  const Shared& shared, unsigned& target, bool wait, Prefetch prefetch, Stage stage,
+                                  Epilogue epilogue) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, stride = shape.in + kRowPad;
+  const ItemShare share = share_items(shape);
+  if (wait) arrive(args.barrier, target);
+  T* slots = static_cast<T*>(shared.weights);
+  prefetch_items(weight, bias, shape, share, slots);
+  prefetch();
+  if (wait) wait_arrivals(args.barrier, target, args.trace);
+  wait_async_copies();  // stage() ends at a block barrier, which publishes the copies to the block
+  const T* inputs = stage();
+  // ldmatrix rows: lane l addresses row l % 8 of matrix l / 8. The input tile's matrices are rows 0-7 and
+  // 8-15 of k 0-7, then of k 8-15; the weight tile's are its 8 rows at k 0-7 and 8-15.
+  const int matrix = lane / 8;
+  const T* input_row = inputs + min(lane % 8 + (matrix & 1) * 8, args.rows - 1) * stride + (matrix >> 1) * 8;
+  const int weight_offset = (lane % 8) * stride + (matrix & 1) * 8;
+  const int concurrent = kWarps / share.team, rounds = (share.items + concurrent - 1) / concurrent;
+  for (int round = 0; round < rounds; ++round) {  // the same count in every warp of the block
+    const int j = share.item + round * concurrent;
+    const T* slot = slots + j * item_elements(shape.in);
+    float sums[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (j < share.items) {
+      for (int k = share.first_step; k < share.end_step; ++k) {
+        unsigned a[4], b[2];
+        load_matrices(a, input_row + k * kMmaK);
+        load_matrices(b, slot + weight_offset + k * kMmaK);
+        multiply_add(sums, a, b);
+      }
+    }
+    if (share.team > 1) {  // one round: a team's warps add up in its first warp, in order
+      float* mine = shared.partials + (warp * 32 + lane) * 4;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mine[e] = sums[e];
+      __syncthreads();
+      if (share.part == 0)
+        for (int p = 1; p < share.team; ++p)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sums[e] += mine[p * 32 * 4 + e];
+    }
+    if (j >= share.items || share.part != 0) continue;
+    // The lane's sums: rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and the next.
+    const int pair = 2 * (lane % 4);
+    const int column = (j * static_cast<int>(gridDim.x) + static_cast<int>(blockIdx.x)) * kItemColumns + pair;
+    const T* biases = slot + kItemColumns * stride + pair;
+#pragma unroll 1
+    for (int e = 0; e < 4; ++e) {  // one copy of the epilogue; the sum picked without indexing (no local memory)
+      const int r = lane / 4 + (e / 2) * 8;
+      const float sum = e == 0 ? sums[0] : e == 1 ? sums[1] : e == 2 ? sums[2] : sums[3];
+      if (r < args.rows) epilogue(r, column + e % 2, sum + to_float(biases[e % 2]));
     }
   }
 }
@@ -472,16 +625,29 @@ __device__ void attention_phase(const T* keys, const T* values, const Arguments<
 
 // ---- the kernel ----
 
-template <typename T>
+// kTensorCores: the products run as mma tiles (fp16 only; staged rows are then padded by kRowPad).
+template <typename T, bool kTensorCores>
 __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const __grid_constant__ Arguments<T> args) {
   extern __shared__ float shared_memory[];
+  constexpr int pad = kTensorCores ? kRowPad : 0;
   const int d = args.width, rows = args.rows;
-  // The residual rows take rows * d elements of T; what follows stays 16-byte aligned (d is a multiple of 8).
-  float* norm = shared_memory + rows * d * static_cast<int>(sizeof(T)) / 4;
+  // The residual rows take rows * (d + pad) elements of T; what follows stays 16-byte aligned (d is a
+  // multiple of 8, and of 16 with tensor cores).
+  float* norm = shared_memory + rows * (d + pad) * static_cast<int>(sizeof(T)) / 4;
   float* work = norm + 2 * d;
   T* weights = reinterpret_cast<T*>(work + args.work_floats);
-  int* steps = reinterpret_cast<int*>(weights + static_cast<int64_t>(kWarps) * args.warp_weights);
-  const Shared shared{shared_memory, norm, work, weights, steps, steps + kStepRows * rows};
+  float* partials = reinterpret_cast<float*>(weights + static_cast<int64_t>(kWarps) * args.warp_weights);
+  int* steps = reinterpret_cast<int*>(partials + (kTensorCores ? kPartialFloats : 0));
+  unsigned target = 0;  // arrivals this block waits for at the next barrier (arrive / wait_arrivals)
+  const Shared shared{shared_memory, d + pad, norm, work, weights, partials, steps, steps + kStepRows * rows};
+  // A product phase on the kernel's kind of products (same arguments as product_phase).
+  const auto product = [&](const T* weight, const T* bias, Product shape, bool wait, auto prefetch, auto stage,
+                           auto epilogue) {
+    if constexpr (kTensorCores)
+      product_phase_mma(weight, bias, shape, args, shared, target, wait, prefetch, stage, epilogue);
+    else
+      product_phase(weight, bias, shape, args, shared, target, wait, prefetch, stage, epilogue);
+  };
   // The step's inputs, and the older history of the block's first attention unit (its row's positions so
   // far): constant during the step, so read once, and the attention phases copy keys ahead without waiting.
   for (int i = threadIdx.x; i < rows; i += blockDim.x) {
@@ -499,16 +665,15 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
   }
   __syncthreads();
   const auto step = [&](StepRow which, int r) { return steps[which * rows + r]; };
-  unsigned target = 0;
   record_time(args.trace, 0);
   const Product square{d, d}, qkv_shape{d, 3 * d}, inner_shape{d, args.ffn}, outer_shape{args.ffn, d};
   // A sublayer's end: its product plus the bias (in `value`) and the residual, kept in fp32 for the norm.
   const auto add_residual = [&](int r, int column, float value) {
     const int64_t i = static_cast<int64_t>(r) * d + column;
-    args.sums[i] = value + to_float(static_cast<const T*>(shared.residual)[i]);
+    args.sums[i] = value + to_float(static_cast<const T*>(shared.residual)[static_cast<int64_t>(r) * shared.residual_stride + column]);
   };
   T* staged = reinterpret_cast<T*>(shared.work);
-  const auto stage_context = [&] { return stage_rows(args.context, rows, d, staged); };
+  const auto stage_context = [&] { return stage_rows(args.context, rows, d, staged, d + pad); };
   const auto nothing = [] {};
   // Key j of row r in the self-attention cache: through the history table, except this step's own key, whose
   // block is the row's cache row (what the QKV phase writes into the history; reading it there would wait on
@@ -535,10 +700,10 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
       if (l > 0) prefetch_norm(args.layers[l - 1].ffn_gamma, args.layers[l - 1].ffn_beta, d, shared);
     };
     const auto stage_input = [&] {
-      if (l == 0) return stage_rows(args.input, rows, d, static_cast<T*>(shared.residual));
+      if (l == 0) return stage_rows(args.input, rows, d, static_cast<T*>(shared.residual), d + pad);
       return stage_normalized<T>(args.sums, args, shared, nullptr);
     };
-    product_phase(layer.qkv_weight, layer.qkv_bias, qkv_shape, args, shared, target, l > 0, prefetch_input, stage_input,
+    product(layer.qkv_weight, layer.qkv_bias, qkv_shape, l > 0, prefetch_input, stage_input,
                   [&](int r, int column, float biased) {
                     const T value = round_to<T>(biased);
                     if (column < d) {
@@ -563,30 +728,28 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
         layer.self_keys, layer.self_values, args, shared.work, target, self_key,
         [&](int r) { return min(max(step(kKeyLength, r), 0), args.history_capacity); },
         [&](int r) { return max(step(kPosition, r), 0); });
-    product_phase(layer.self_output_weight, layer.self_output_bias, square, args, shared, target, true, nothing,
-                  stage_context, add_residual);
+    product(layer.self_output_weight, layer.self_output_bias, square, true, nothing, stage_context, add_residual);
     // Cross-attention's query from the normalized sums.
-    product_phase(
-        layer.cross_query_weight, layer.cross_query_bias, square, args, shared, target, true,
+    product(
+        layer.cross_query_weight, layer.cross_query_bias, square, true,
         [&] { prefetch_norm(layer.self_gamma, layer.self_beta, d, shared); },
         [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); },
         [&](int r, int column, float biased) { args.query[static_cast<int64_t>(r) * d + column] = round_to<T>(biased); });
     // Cross-attention over the row's run of the memory pool, all of it written before the step.
     attention_phase(layer.cross_keys, layer.cross_values, args, shared.work, target, memory_key, memory_count,
                     memory_count);
-    product_phase(layer.cross_output_weight, layer.cross_output_bias, square, args, shared, target, true, nothing,
-                  stage_context, add_residual);
+    product(layer.cross_output_weight, layer.cross_output_bias, square, true, nothing, stage_context, add_residual);
     // The feed-forward block: normalized sums -> activation -> back to d.
-    product_phase(
-        layer.inner_weight, layer.inner_bias, inner_shape, args, shared, target, true,
+    product(
+        layer.inner_weight, layer.inner_bias, inner_shape, true,
         [&] { prefetch_norm(layer.cross_gamma, layer.cross_beta, d, shared); },
         [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); },
         [&](int r, int column, float biased) {
           args.hidden[static_cast<int64_t>(r) * args.ffn + column] = round_to<T>(activate(args.activation, biased));
         });
-    product_phase(
-        layer.outer_weight, layer.outer_bias, outer_shape, args, shared, target, true, nothing,
-        [&] { return stage_rows(args.hidden, rows, args.ffn, staged); }, add_residual);
+    product(
+        layer.outer_weight, layer.outer_bias, outer_shape, true, nothing,
+        [&] { return stage_rows(args.hidden, rows, args.ffn, staged, args.ffn + pad); }, add_residual);
   }
   // The last layer's norm, into the output (block 0 writes it).
   const LayerPointers<T>& last = args.layers[args.num_layers - 1];
@@ -604,27 +767,48 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
 // copied ahead), then every warp's weight slot.
 struct SharedLayout {
   int work_floats = 0;
-  int warp_weights = 0;  // elements of T per warp
-  int warp_columns = 0;  // the most columns a warp computes in one product
+  int warp_weights = 0;  // elements of T per warp (with tensor cores: the block's item slots over its warps)
+  int warp_columns = 0;  // the most columns a warp computes in one product (without tensor cores)
   int cache_keys = 0;
   size_t bytes = 0;
 };
 
+// The products' kind: tensor cores for fp16 from kTensorCoreRows rows on, where shapes allow (their k-steps
+// take 16 inputs). Below it, the products on CUDA cores waste no work on rows that are not there.
+constexpr int kTensorCoreRows = 3;
+
+bool use_tensor_cores(size_t element, int rows, int width, int ffn) {
+  return element == sizeof(__half) && rows >= kTensorCoreRows && width % kMmaK == 0 && ffn % kMmaK == 0;
+}
+
 SharedLayout shared_layout(int rows, int width, int ffn, int head_dim, int max_keys, int history_capacity,
-                           int cache_keys, size_t element, int warps) {
+                           int cache_keys, size_t element, int grid) {
   SharedLayout layout;
   layout.cache_keys = cache_keys;
-  const auto columns = [&](int out) { return (out + warps - 1) / warps; };
-  layout.warp_columns = std::max(columns(3 * width), columns(ffn));
-  layout.warp_weights = std::max({columns(3 * width) * width, columns(ffn) * width, columns(width) * ffn});
+  const bool tensor_cores = use_tensor_cores(element, rows, width, ffn);
+  const int pad = tensor_cores ? kRowPad : 0, warps = grid * kWarps;
+  const struct { int in, out; } products[] = {{width, 3 * width}, {width, width}, {width, ffn}, {ffn, width}};
+  for (const auto& product : products) {
+    const int columns = (product.out + warps - 1) / warps;
+    layout.warp_columns = std::max(layout.warp_columns, columns);
+    if (!tensor_cores) {
+      layout.warp_weights = std::max(layout.warp_weights, columns * product.in);
+      continue;
+    }
+    const int items = (product.out / kItemColumns + grid - 1) / grid;  // a block's most items
+    const int64_t per_warp = (items * item_elements(product.in) + kWarps - 1) / kWarps;
+    layout.warp_weights = std::max(layout.warp_weights, static_cast<int>((per_warp + 7) / 8 * 8));  // 16-byte slots
+  }
   // Staged rows of T, or a layer norm's fp32 sums.
-  const size_t staged = std::max(static_cast<size_t>(rows) * std::max(width, ffn) * element / 4, static_cast<size_t>(rows) * width);
+  const size_t staged = std::max(static_cast<size_t>(rows) * (std::max(width, ffn) + pad) * element / 4,
+                                 static_cast<size_t>(rows) * width);
   const size_t attention = (2 * static_cast<size_t>(cache_keys) * head_dim * element + 3) / 4 + kMaxHeadDim +
                            kWarps * (kMaxHeadDim + 2) + static_cast<size_t>(max_keys);
   layout.work_floats = static_cast<int>((std::max(staged, attention) + 3) / 4 * 4);  // keeps the slots aligned
-  layout.bytes = static_cast<size_t>(rows) * width * element +
+  layout.bytes = static_cast<size_t>(rows) * (width + pad) * element +
                  (2 * static_cast<size_t>(width) + layout.work_floats) * sizeof(float) +
                  static_cast<size_t>(kWarps) * layout.warp_weights * element +
+                 (tensor_cores ? kPartialFloats * sizeof(float) : 0) +
                  (static_cast<size_t>(kStepRows) * rows + history_capacity) * sizeof(int);
   return layout;
 }
@@ -634,15 +818,15 @@ size_t shared_limit() {
                   static_cast<size_t>(context().properties.sharedMemPerBlockOptin));
 }
 
-int grid_warps() { return context().properties.multiProcessorCount * kWarps; }
+int grid_blocks() { return context().properties.multiProcessorCount; }
 
 // The shape's layout with as many keys copied ahead (at most one per thread) as the shared memory holds.
 SharedLayout layout_for(int rows, int width, int ffn, int head_dim, int max_keys, int history_capacity, size_t element) {
   int keys = std::min(max_keys, kThreads);
-  SharedLayout layout = shared_layout(rows, width, ffn, head_dim, max_keys, history_capacity, keys, element, grid_warps());
+  SharedLayout layout = shared_layout(rows, width, ffn, head_dim, max_keys, history_capacity, keys, element, grid_blocks());
   while (keys > 0 && layout.bytes > shared_limit()) {
     keys /= 2;
-    layout = shared_layout(rows, width, ffn, head_dim, max_keys, history_capacity, keys, element, grid_warps());
+    layout = shared_layout(rows, width, ffn, head_dim, max_keys, history_capacity, keys, element, grid_blocks());
   }
   return layout;
 }
@@ -650,6 +834,30 @@ SharedLayout layout_for(int rows, int width, int ffn, int head_dim, int max_keys
 template <typename T>
 const T* data_of(const Tensor* tensor) {
   return tensor->data<T>();
+}
+
+// One block per multiprocessor, all resident at once (the barrier needs every block running): a cooperative
+// launch guarantees it.
+template <typename T, bool kTensorCores>
+void launch_kernel(const Arguments<T>& args, size_t shared_bytes, cudaStream_t stream) {
+  static std::once_flag attribute_set;
+  std::call_once(attribute_set, [] {
+    CUDA_CHECK(cudaFuncSetAttribute(persistent_decoder_kernel<T, kTensorCores>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(ops::kPersistentDecoderMaxSharedBytes)));
+  });
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid_blocks()));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, persistent_decoder_kernel<T, kTensorCores>, args));
+  CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
@@ -721,26 +929,11 @@ void launch_persistent_decoder(const Tensor& x, const std::vector<ops::Persisten
   args.cache_keys = layout.cache_keys;
   args.work_floats = layout.work_floats;
   args.warp_weights = layout.warp_weights;
-  const size_t shared = layout.bytes;
-  static std::once_flag attribute_set;
-  std::call_once(attribute_set, [] {
-    CUDA_CHECK(cudaFuncSetAttribute(persistent_decoder_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(ops::kPersistentDecoderMaxSharedBytes)));
-  });
-  // One block per multiprocessor, all resident at once (the barrier needs every block running): a
-  // cooperative launch guarantees it.
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(context().properties.multiProcessorCount));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = shared;
-  config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeCooperative;
-  attribute.val.cooperative = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, persistent_decoder_kernel<T>, args));
-  CUDA_CHECK_LAUNCH();
+  if constexpr (std::is_same_v<T, __half>) {
+    if (use_tensor_cores(sizeof(T), args.rows, args.width, args.ffn))
+      return launch_kernel<T, true>(args, layout.bytes, stream);
+  }
+  launch_kernel<T, false>(args, layout.bytes, stream);
 }
 
 }  // namespace
@@ -761,8 +954,10 @@ bool persistent_decoder_fits(DataType dtype, int64_t rows, int64_t width, int64_
   if (width > 32 * 4 * kNormQuads) return false;
   const SharedLayout layout = shared_layout(static_cast<int>(rows), static_cast<int>(width), static_cast<int>(ffn),
                                             static_cast<int>(head_dim), static_cast<int>(max_keys),
-                                            static_cast<int>(max_keys), 0, dtype_size(dtype), grid_warps());
-  return layout.warp_columns <= kMaxWarpColumns && layout.bytes <= shared_limit();
+                                            static_cast<int>(max_keys), 0, dtype_size(dtype), grid_blocks());
+  const bool tensor_cores = use_tensor_cores(dtype_size(dtype), static_cast<int>(rows), static_cast<int>(width),
+                                             static_cast<int>(ffn));
+  return (tensor_cores || layout.warp_columns <= kMaxWarpColumns) && layout.bytes <= shared_limit();
 }
 
 void persistent_decoder_step(const Tensor& x, const std::vector<ops::PersistentDecoderLayer>& layers,

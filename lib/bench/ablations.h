@@ -23,7 +23,7 @@ struct EngineSettings {
   // Small decoder steps in one persistent kernel (off: --no-persistent-decode), up to this many rows
   // (--persistent-decode-rows).
   bool persistent_decode = true;
-  int64_t persistent_decode_rows = kPersistentDecodeRows;
+  int64_t persistent_decode_rows = kPersistentDecodeAuto;
 
   bool operator==(const EngineSettings& other) const {
     return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&

@@ -14,6 +14,12 @@
 
 namespace seqtrans {
 
+static_assert(kPersistentDecodeRowsF16 <= ops::kPersistentDecoderMaxRows && kPersistentDecodeRowsF32 <= ops::kPersistentDecoderMaxRows);
+
+int64_t default_persistent_decode_rows(DataType dtype) {
+  return dtype == DataType::F16 ? kPersistentDecodeRowsF16 : kPersistentDecodeRowsF32;
+}
+
 // One decoder step recorded as a graph for a number of rows and candidates per row, and its outputs.
 struct StepGraph {
   explicit StepGraph(Device device) : graph(device) {}
@@ -612,7 +618,10 @@ Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) con
 
 Tensor EncoderDecoderModel::decoder_layers(EncoderDecoderState& state, Tensor x,
                                            const DecoderStepInputs& inputs) const {
-  if (x.dim(0) <= options_.persistent_decode_rows) {
+  const int64_t persistent_rows = options_.persistent_decode_rows == kPersistentDecodeAuto
+                                      ? default_persistent_decode_rows(options_.dtype)
+                                      : options_.persistent_decode_rows;
+  if (x.dim(0) <= persistent_rows) {
     std::vector<ops::PersistentDecoderLayer> layers;
     for (size_t i = 0; i < decoder_layers_.size(); ++i) layers.push_back(decoder_layers_[i].describe(state.layers[i]));
     const ops::PersistentDecoderStep step{&inputs.positions,      &inputs.key_lengths, &inputs.memory_starts,

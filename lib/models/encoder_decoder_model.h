@@ -11,9 +11,14 @@
 namespace seqtrans {
 
 // Decoder steps of at most this many rows run through the persistent decoder kernel by default: the measured
-// crossover on an H200 (fp16, Transformer-base, docs/BENCHMARKS.md): 1.11x the layer-by-layer graph at 1
-// row, 1.09x at 2, behind from 4 on (its products re-read every input row per output column).
-inline constexpr int64_t kPersistentDecodeRows = 2;
+// crossovers (Transformer-base 32 -> 32, docs/BENCHMARKS.md). In fp16 its products run on tensor cores from
+// 3 rows and it is ahead of the layer-by-layer graph at every row count it takes (H100: 1.12x at 1 row,
+// 1.24x at 8, 1.04x at 16); fp32 products run on CUDA cores, ahead at 1 and 2 rows only (H200: 1.11x,
+// 1.09x; 0.56x at 16, where every warp re-reads each input row per output column).
+inline constexpr int64_t kPersistentDecodeRowsF16 = 16, kPersistentDecodeRowsF32 = 2;
+// ModelOptions::persistent_decode_rows: the crossover of the model's dtype.
+inline constexpr int64_t kPersistentDecodeAuto = -1;
+int64_t default_persistent_decode_rows(DataType dtype);
 
 struct ModelOptions {
   Device device = Device::CPU;
@@ -29,8 +34,8 @@ struct ModelOptions {
   bool packed_encoder = true;
   // Decoder steps of at most this many rows run every layer in one persistent kernel (CUDA, shapes it
   // fits; ops::persistent_decoder_step) instead of ~12 launches a layer. 0: never (--no-persistent-decode);
-  // at most ops::kPersistentDecoderMaxRows.
-  int64_t persistent_decode_rows = kPersistentDecodeRows;
+  // at most ops::kPersistentDecoderMaxRows; kPersistentDecodeAuto: default_persistent_decode_rows(dtype).
+  int64_t persistent_decode_rows = kPersistentDecodeAuto;
 };
 
 // How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed.
