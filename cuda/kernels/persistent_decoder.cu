@@ -45,6 +45,14 @@ constexpr int kMmaK = 16;
 constexpr int kRowPad = 8;
 // Floats of Shared::partials: a warp's four sums per lane.
 constexpr int kPartialFloats = kWarps * 32 * 4;
+// The products' kind: tensor cores for fp16 from kTensorCoreRows rows on, where shapes allow (their k-steps
+// take 16 inputs). Below it, products on CUDA cores waste no work on rows that are not there.
+constexpr int kTensorCoreRows = 3;
+// The most rows of products on CUDA cores: fp16 steps of more rows run on tensor cores, or not in this
+// kernel (persistent_decoder_fits); each row unrolled is code every step runs through (instruction-cache
+// misses took 14% of a 1-row step when fp16 unrolled 16).
+template <typename T>
+constexpr int kCudaCoreRows = std::is_same_v<T, __half> ? kTensorCoreRows - 1 : kMaxRows;
 
 template <typename T>
 struct LayerPointers {
@@ -135,9 +143,9 @@ __device__ void prefetch_rows(const T* weight, int in, int first, int stride, in
 }
 
 // partial[r] += the lane's share of weight row `row` times input row r ([rows, in]), both in shared memory.
-template <typename T>
+template <int kRows, typename T>
 __device__ __forceinline__ void accumulate_row(const T* row, const T* inputs, int in, int rows,
-                                               float (&partial)[kMaxRows]) {
+                                               float (&partial)[kRows]) {
   constexpr int N = kVectorWidth<T>;
   const int vectors = in / N;
   for (int v = threadIdx.x % 32; v < vectors; v += 32) {
@@ -146,7 +154,7 @@ __device__ __forceinline__ void accumulate_row(const T* row, const T* inputs, in
 #pragma unroll
     for (int e = 0; e < N; ++e) w[e] = to_float(packed.value[e]);
 #pragma unroll
-    for (int r = 0; r < kMaxRows; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       if (r >= rows) break;
       const Vector<T, N> x = reinterpret_cast<const Vector<T, N>*>(inputs + static_cast<int64_t>(r) * in)[v];
 #pragma unroll
@@ -315,8 +323,8 @@ struct Product {
 // Arrives at the barrier (after the previous phase, `wait`), copies the warp's weight rows (and loads their
 // biases) while the other blocks arrive, waits, stages the input rows
 // (stage() returns them), then computes the warp's output columns and hands each column's biased dot
-// products to epilogue(r, column, value).
-template <typename T, typename Prefetch, typename Stage, typename Epilogue>
+// products to epilogue(r, column, value). Loops over rows unroll to kRows (at least args.rows).
+template <int kRows, typename T, typename Prefetch, typename Stage, typename Epilogue>
 __device__ void product_phase(const T* weight, const T* bias, Product shape, const Arguments<T>& args,
                               const Shared& shared, unsigned& target, bool wait, Prefetch prefetch, Stage stage,
                               Epilogue epilogue) {
@@ -339,12 +347,12 @@ __device__ void product_phase(const T* weight, const T* bias, Product shape, con
   for (int k = 0; k < kMaxWarpColumns; ++k) {
     const int column = first + k * warps;
     if (column >= shape.out) break;
-    float partial[kMaxRows];
+    float partial[kRows];
 #pragma unroll
-    for (int r = 0; r < kMaxRows; ++r) partial[r] = 0.0f;
-    accumulate_row(slot + static_cast<int64_t>(k) * shape.in, inputs, shape.in, args.rows, partial);
+    for (int r = 0; r < kRows; ++r) partial[r] = 0.0f;
+    accumulate_row<kRows>(slot + static_cast<int64_t>(k) * shape.in, inputs, shape.in, args.rows, partial);
 #pragma unroll
-    for (int r = 0; r < kMaxRows; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       if (r >= args.rows) break;
       const float dot = warp_sum(partial[r]);
       if (lane == r) epilogue(r, column, dot + shifts[k]);
@@ -646,7 +654,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
     if constexpr (kTensorCores)
       product_phase_mma(weight, bias, shape, args, shared, target, wait, prefetch, stage, epilogue);
     else
-      product_phase(weight, bias, shape, args, shared, target, wait, prefetch, stage, epilogue);
+      product_phase<kCudaCoreRows<T>>(weight, bias, shape, args, shared, target, wait, prefetch, stage, epilogue);
   };
   // The step's inputs, and the older history of the block's first attention unit (its row's positions so
   // far): constant during the step, so read once, and the attention phases copy keys ahead without waiting.
@@ -772,10 +780,6 @@ struct SharedLayout {
   int cache_keys = 0;
   size_t bytes = 0;
 };
-
-// The products' kind: tensor cores for fp16 from kTensorCoreRows rows on, where shapes allow (their k-steps
-// take 16 inputs). Below it, the products on CUDA cores waste no work on rows that are not there.
-constexpr int kTensorCoreRows = 3;
 
 bool use_tensor_cores(size_t element, int rows, int width, int ffn) {
   return element == sizeof(__half) && rows >= kTensorCoreRows && width % kMmaK == 0 && ffn % kMmaK == 0;
@@ -957,7 +961,9 @@ bool persistent_decoder_fits(DataType dtype, int64_t rows, int64_t width, int64_
                                             static_cast<int>(max_keys), 0, dtype_size(dtype), grid_blocks());
   const bool tensor_cores = use_tensor_cores(dtype_size(dtype), static_cast<int>(rows), static_cast<int>(width),
                                              static_cast<int>(ffn));
-  return (tensor_cores || layout.warp_columns <= kMaxWarpColumns) && layout.bytes <= shared_limit();
+  const int64_t cuda_core_rows = dtype == DataType::F16 ? kCudaCoreRows<__half> : kCudaCoreRows<float>;
+  if (!tensor_cores && (rows > cuda_core_rows || layout.warp_columns > kMaxWarpColumns)) return false;
+  return layout.bytes <= shared_limit();
 }
 
 void persistent_decoder_step(const Tensor& x, const std::vector<ops::PersistentDecoderLayer>& layers,
