@@ -233,6 +233,20 @@ TEST_CASE("cuda log_softmax_topk argmax over few rows equals a full sort", "[gpu
         check_case({rows, 32000, 1, dtype, BiasKind::Same, pattern, true, ops::TopkAlgorithm::Auto});
 }
 
+// Few rows split each row across blocks for k > 1 too (each chunk's k best, merged per row); 300 rows run
+// a block per row. Both filters, ties and -inf included.
+TEST_CASE("cuda log_softmax_topk over few rows equals a full sort", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  using A = ops::TopkAlgorithm;
+  for (int64_t rows : {1, 2, 3, 4, 40, 300})
+    for (int k : {2, 8, 64})
+      for (Pattern pattern : {Pattern::Uniform, Pattern::Ties, Pattern::MostlyInf, Pattern::AllInf}) {
+        check_case({rows, 32000, k, DataType::F16, BiasKind::Same, pattern, true, A::Auto});
+        check_case({rows, 32000, k, DataType::F32, BiasKind::None, pattern, false, A::FullScan});
+        check_case({rows, 32001, k, DataType::F32, BiasKind::F32, pattern, true, A::Hierarchical});
+      }
+}
+
 TEST_CASE("cuda log_softmax_topk refuses a suppression bitmap of another vocabulary", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const Tensor logits = testing::random_floats({2, 100}).to(Device::CUDA);
