@@ -225,6 +225,19 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
                  time, bytes);
         }
     }
+    // The output layer of small steps: beam 4 over 1, 4 and 16 sentences (k = 8), as graph nodes; few rows
+    // split each row across blocks.
+    for (int64_t rows : {4, 16, 64}) {
+      const int64_t vocab = 32000;
+      const Tensor logits = device_floats({rows, vocab}, dtype, -8.0f, 8.0f);
+      Tensor values({rows, 8}, DataType::F32, Device::CUDA), indices({rows, 8}, DataType::I32, Device::CUDA);
+      ops::TopkOptions options;
+      options.k = 8;
+      const double time = graph_microseconds_per_call(
+          [&] { cuda::log_softmax_topk(logits, options, values, indices, cuda::current_stream()); });
+      report("log_softmax_topk " + std::to_string(rows) + " x 32000 k=8 in a graph " + type, time,
+             static_cast<double>(rows * vocab * element));
+    }
     // A GEMM of the encoder's feed-forward layer, for scale.
     {
       const int64_t m = 3200, k = 512, n = 2048;
