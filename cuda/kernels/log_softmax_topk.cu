@@ -14,11 +14,7 @@
 // When the candidates overflow shared memory (e.g. thousands of -inf ties), the block falls back to an
 // exact radix select over the row: 3 histogram passes on the key, up to 3 on the index, one gather.
 // k = 1 is a separate single-pass kernel: normalizer and argmax together.
-// Few rows would leave most multiprocessors idle with a block per row: each row is then split into chunks,
-// a block each finds its chunk's normalizer and k best, and a second kernel merges them per row.
 #include <cub/block/block_scan.cuh>
-
-#include <type_traits>
 
 #include "core/sampling_math.h"
 #include "cuda/kernels/common.cuh"
@@ -34,10 +30,6 @@ constexpr int kCandidateCapacity = 2048;  // candidates sorted in shared memory
 constexpr int kGroupElements = 64;
 constexpr size_t kMaxGroupBytes = 16384;  // group maxima kept in shared memory
 constexpr uint32_t kNoKey = 0;            // below every real key (the key of -inf is 0x007fffff)
-// Vectors of N elements in one group of the group filter (a warp reduces a group with shuffles).
-template <int N>
-constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
-
 
 __device__ __forceinline__ unsigned long long composite(uint32_t key, int index) {
   return (static_cast<unsigned long long>(key) << 32) | (0xffffffffu - static_cast<uint32_t>(index));
@@ -55,14 +47,12 @@ struct TopkArguments {
   bool normalize;  // false: the logits already are the scores, returned as they are
 };
 
-// One row, or a chunk of one starting at element `base`: its logits plus bias and the suppression bitmap,
-// element by element (i counts from the chunk's start; base + i is the vocabulary id).
+// One row: its logits plus bias and the suppression bitmap, element by element.
 template <typename T, typename B>
 struct RowView {
   const T* logits;
   const B* bias;
   const uint32_t* suppressed;
-  int base;
 
   __device__ __forceinline__ float logit(int i) const {
     float z = to_float(logits[i]);
@@ -70,7 +60,7 @@ struct RowView {
     return z;
   }
   __device__ __forceinline__ bool is_suppressed(int i) const {
-    return seqtrans::cuda::is_suppressed(suppressed, base + i);
+    return seqtrans::cuda::is_suppressed(suppressed, i);
   }
   __device__ __forceinline__ uint32_t key(int i) const {
     return is_suppressed(i) ? order_key(-INFINITY) : order_key(logit(i));
@@ -132,13 +122,6 @@ struct TopkShared {
   DigitChoice choice;
   int candidate_count;
   float scratch[32];
-  // best_of_row's normalizer of the row (or chunk): the largest logit and the sum of exp(z - largest); kept
-  // here rather than in registers across the selection.
-  float normalizer_max, normalizer_sum;
-
-  __device__ float log_sum_exp() const {
-    return normalizer_max == -INFINITY ? -INFINITY : normalizer_max + logf(normalizer_sum);
-  }
 };
 
 // Finds the bin of the rank-th largest counted key (rank from 1), scanning bins from the top.
@@ -228,7 +211,7 @@ __device__ void select_exactly(const RowView<T, B>& row, int vocab, int k, TopkS
   for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
     const uint32_t key = row.key(i);
     if (key > threshold || (key == threshold && i <= last_index))
-      shared.candidates[atomicAdd(&shared.candidate_count, 1)] = composite(key, row.base + i);
+      shared.candidates[atomicAdd(&shared.candidate_count, 1)] = composite(key, i);
   }
   __syncthreads();
 }
@@ -261,14 +244,16 @@ __device__ __forceinline__ void append_candidate(TopkShared& shared, uint32_t ke
   if (slot < kCandidateCapacity) shared.candidates[slot] = composite(key, index);
 }
 
-// The k best of a row (or chunk) of `length` elements into shared.candidates[0, k), best first, and its
-// normalizer into shared.normalizer_*. group_max: [groups] of shared memory (kGroups only).
 template <typename T, typename B, int N, bool kGroups>
-__device__ __forceinline__ void best_of_row(const RowView<T, B>& row, int length, int k, TopkShared& shared,
-                                       uint32_t* group_max) {
-  const int vectors = length / N;
-  constexpr int kLanes = kLanesPerGroup<N>;
-  const int groups = (vectors + kLanes - 1) / kLanes;
+__global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArguments<T, B> args) {
+  __shared__ TopkShared shared;
+  extern __shared__ uint32_t group_max[];  // [groups], Hierarchical only
+  const int64_t row_index = blockIdx.x;
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
+  const int vocab = args.vocab, k = args.k;
+  const int vectors = vocab / N;
+  constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
+  const int groups = (vectors + kLanesPerGroup - 1) / kLanesPerGroup;
 
   if (!kGroups) clear_histogram(shared);
   // Pass 1: normalizer, and the group maxima or the top-bits histogram.
@@ -277,6 +262,7 @@ __device__ __forceinline__ void best_of_row(const RowView<T, B>& row, int length
     const int v = first + threadIdx.x;
     uint32_t best = kNoKey;
     if (v < vectors) {
+      const Vector<T, N> logits = reinterpret_cast<const Vector<T, N>*>(row.logits)[v];
       float z[N];
       load_logits(row, v, z);
       normalizer.add(z);
@@ -293,39 +279,36 @@ __device__ __forceinline__ void best_of_row(const RowView<T, B>& row, int length
     }
     if constexpr (kGroups) {
 #pragma unroll
-      for (int offset = kLanes / 2; offset > 0; offset /= 2)
+      for (int offset = kLanesPerGroup / 2; offset > 0; offset /= 2)
         best = max(best, __shfl_xor_sync(kFullMask, best, offset));
-      if (v < vectors && v % kLanes == 0) group_max[v / kLanes] = best;
+      if (v < vectors && v % kLanesPerGroup == 0) group_max[v / kLanesPerGroup] = best;
     }
   }
   if (threadIdx.x == 0) shared.candidate_count = 0;
-  const float row_max = block_max(normalizer.max, shared.scratch);  // its barriers publish pass 1
-  const float row_sum =
-      block_sum(normalizer.max == -INFINITY ? 0.0f : normalizer.sum * expf(normalizer.max - row_max), shared.scratch);
-  if (threadIdx.x == 0) shared.normalizer_max = row_max, shared.normalizer_sum = row_sum;  // read after the sort
+  const float log_sum_exp = block_log_sum_exp(normalizer, shared.scratch);  // its barriers publish pass 1
 
   // Pass 2: gather the candidates that pass the filter.
   if constexpr (kGroups) {
     int needed = 0, equal = 0;
     const uint32_t threshold = select_key([&](int g) { return group_max[g]; }, groups, k, shared, needed, equal);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    constexpr int kGroupSize = kLanes * N;
+    constexpr int kGroupSize = kLanesPerGroup * N;
     for (int g = warp; g < groups; g += kThreads / 32) {
       if (group_max[g] < threshold) continue;
       for (int e = lane; e < kGroupSize; e += 32) {
         const int i = g * kGroupSize + e;
-        if (i >= length) break;
+        if (i >= vocab) break;
         const uint32_t key = row.key(i);
-        if (key >= threshold) append_candidate(shared, key, row.base + i);
+        if (key >= threshold) append_candidate(shared, key, i);
       }
     }
   } else {
     const DigitChoice choice = find_digit(shared.histogram, k, shared);
     if (choice.above + choice.at <= kCandidateCapacity) {
       const uint32_t threshold = static_cast<uint32_t>(choice.digit) << 21;
-      for (int i = threadIdx.x; i < length; i += kThreads) {
+      for (int i = threadIdx.x; i < vocab; i += kThreads) {
         const uint32_t key = row.key(i);
-        if (key >= threshold) append_candidate(shared, key, row.base + i);
+        if (key >= threshold) append_candidate(shared, key, i);
       }
     } else if (threadIdx.x == 0) {
       shared.candidate_count = kCandidateCapacity + 1;
@@ -335,81 +318,17 @@ __device__ __forceinline__ void best_of_row(const RowView<T, B>& row, int length
   int count = shared.candidate_count;
   if (count > kCandidateCapacity) {
     __syncthreads();  // everyone has read the count before the fallback resets it
-    select_exactly(row, length, k, shared);
+    select_exactly(row, vocab, k, shared);
     count = k;
   }
   sort_candidates(shared, count);
-}
 
-// Writes a row's k best (sorted candidates) as scores: log-probs when normalizing.
-__device__ void write_best(const TopkShared& shared, int k, float log_sum_exp, bool normalize, float* values,
-                           int32_t* indices) {
   for (int i = threadIdx.x; i < k; i += kThreads) {
     const unsigned long long best = shared.candidates[i];
     const float z = key_score(static_cast<uint32_t>(best >> 32));
-    values[i] = z == -INFINITY || !normalize ? z : z - log_sum_exp;
-    indices[i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
+    args.values[row_index * k + i] = z == -INFINITY || !args.normalize ? z : z - log_sum_exp;
+    args.indices[row_index * k + i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
   }
-}
-
-template <typename T, typename B, int N, bool kGroups>
-__global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArguments<T, B> args) {
-  __shared__ TopkShared shared;
-  extern __shared__ uint32_t group_max[];  // [groups], Hierarchical only
-  const int64_t row_index = blockIdx.x;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed, 0};
-  best_of_row<T, B, N, kGroups>(row, args.vocab, args.k, shared, group_max);
-  write_best(shared, args.k, shared.log_sum_exp(), args.normalize, args.values + row_index * args.k,
-             args.indices + row_index * args.k);
-}
-
-// A chunk's part of a split row: its normalizer, then its k best (composite keys) in the following k slots.
-struct ChunkNormalizer {
-  float max;
-  float sum;
-};
-static_assert(sizeof(ChunkNormalizer) == sizeof(unsigned long long), "a chunk's partials are k + 1 64-bit words");
-
-// Chunk blockIdx.x of row blockIdx.y: its k best and normalizer into partials [rows, chunks, k + 1].
-template <typename T, typename B, int N, bool kGroups>
-__global__ void __launch_bounds__(kThreads)
-    log_softmax_topk_chunk_kernel(TopkArguments<T, B> args, unsigned long long* __restrict__ partials) {
-  __shared__ TopkShared shared;
-  extern __shared__ uint32_t group_max[];
-  const int64_t row_index = blockIdx.y;
-  // Chunks differ by at most one vector: the host sized the smallest for k.
-  const int64_t vectors = args.vocab / N;
-  const int begin = static_cast<int>(blockIdx.x * vectors / gridDim.x) * N;
-  const int length = static_cast<int>((blockIdx.x + 1) * vectors / gridDim.x) * N - begin;
-  const RowView<T, B> row{args.logits + row_index * args.vocab + begin,
-                          args.bias != nullptr ? args.bias + begin : nullptr, args.suppressed, begin};
-  best_of_row<T, B, N, kGroups>(row, length, args.k, shared, group_max);
-  unsigned long long* mine = partials + (row_index * gridDim.x + blockIdx.x) * (args.k + 1);
-  if (threadIdx.x == 0) *reinterpret_cast<ChunkNormalizer*>(mine) = {shared.normalizer_max, shared.normalizer_sum};
-  for (int i = threadIdx.x; i < args.k; i += kThreads) mine[1 + i] = shared.candidates[i];
-}
-
-// One block per row: the chunks' k best sorted together (the row's k best are among them, ties included,
-// since each chunk kept its own k best by the same order) and their normalizers merged.
-template <typename T, typename B>
-__global__ void __launch_bounds__(kThreads)
-    log_softmax_topk_merge_kernel(TopkArguments<T, B> args, const unsigned long long* __restrict__ partials, int chunks) {
-  __shared__ TopkShared shared;
-  const int64_t row_index = blockIdx.x;
-  const int k = args.k, count = chunks * k;
-  const unsigned long long* row_partials = partials + row_index * chunks * (k + 1);
-  for (int i = threadIdx.x; i < count; i += kThreads) shared.candidates[i] = row_partials[(i / k) * (k + 1) + 1 + i % k];
-  float chunk_max = -INFINITY, chunk_sum = 0.0f;
-  if (threadIdx.x < chunks) {
-    const ChunkNormalizer part = *reinterpret_cast<const ChunkNormalizer*>(row_partials + threadIdx.x * (k + 1));
-    chunk_max = part.max;
-    chunk_sum = part.sum;
-  }
-  const float row_max = block_max(chunk_max, shared.scratch);  // its barriers publish the candidates
-  const float sum = block_sum(chunk_max == -INFINITY ? 0.0f : chunk_sum * expf(chunk_max - row_max), shared.scratch);
-  sort_candidates(shared, count);
-  const float log_sum_exp = row_max == -INFINITY ? -INFINITY : row_max + logf(sum);
-  write_best(shared, k, log_sum_exp, args.normalize, args.values + row_index * k, args.indices + row_index * k);
 }
 
 // k = 1: normalizer and argmax in one pass over the row.
@@ -418,7 +337,7 @@ __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArgume
   __shared__ float scratch[32];
   __shared__ unsigned long long warp_best[32];
   const int64_t row_index = blockIdx.x;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed, 0};
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
   const int vectors = args.vocab / N;
   Normalizer normalizer;
   // A thread visits its indices in increasing order, so a strict comparison keeps the lowest index of a tie.
@@ -471,7 +390,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float scratch[32];
   __shared__ unsigned long long warp_best[32];
   const int64_t row_index = blockIdx.y;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed, 0};
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
   const int vectors = args.vocab / N;
   const int per_chunk = (vectors + gridDim.x - 1) / gridDim.x;
   const int begin = blockIdx.x * per_chunk, end = min(vectors, begin + per_chunk);
@@ -542,40 +461,15 @@ int argmax_chunks(int64_t rows, int vectors) {
 
 template <int N>
 int group_count(int vocab) {
-  return (vocab / N + kLanesPerGroup<N> - 1) / kLanesPerGroup<N>;
-}
-
-// Chunks per row for the split top-k (k > 1), as for the argmax, and few enough that their candidates
-// (chunks x k) sort in one block's shared memory and the smallest chunk has k groups (so k elements,
-// and the group filter whenever the whole row would have it).
-template <int N>
-int topk_chunks(int64_t rows, int vectors, int k) {
-  const int64_t most = std::min<int64_t>(kCandidateCapacity / k, vectors / (static_cast<int64_t>(kLanesPerGroup<N>) * k));
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(argmax_chunks(rows, vectors), most)));
-}
-
-// The row-selection kernel (one block per row, or one per chunk) with the group filter where its groups
-// fit in shared memory and outnumber k in the smallest chunk, the histogram filter otherwise.
-template <typename T, typename B, int N, typename Launch>
-void launch_filtered(const TopkArguments<T, B>& args, int64_t smallest, int64_t largest, ops::TopkAlgorithm algorithm,
-                     Launch&& launch) {
-  const size_t group_bytes = sizeof(uint32_t) * static_cast<size_t>(group_count<N>(static_cast<int>(largest)));
-  const bool groups_fit = group_count<N>(static_cast<int>(smallest)) >= args.k && group_bytes <= kMaxGroupBytes;
-  if (algorithm == ops::TopkAlgorithm::Hierarchical)
-    SEQTRANS_CHECK(groups_fit, "log_softmax_topk: a vocabulary of {} makes {} groups, the group threshold needs {} to {}",
-                   args.vocab, group_count<N>(static_cast<int>(smallest)), args.k, kMaxGroupBytes / sizeof(uint32_t));
-  if (algorithm != ops::TopkAlgorithm::FullScan && groups_fit)
-    launch(std::true_type{}, group_bytes);
-  else
-    launch(std::false_type{}, size_t{0});
+  constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
+  return (vocab / N + kLanesPerGroup - 1) / kLanesPerGroup;
 }
 
 template <typename T, typename B, int N>
 void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorithm algorithm, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(rows);
-  const int vectors = args.vocab / N;
-  const int chunks = args.k == 1 ? argmax_chunks(rows, vectors) : topk_chunks<N>(rows, vectors, args.k);
-  if (chunks > 1 && args.k == 1) {
+  const int chunks = args.k == 1 ? argmax_chunks(rows, args.vocab / N) : 1;
+  if (chunks > 1) {
     static_assert(sizeof(ArgmaxPartial) % sizeof(int32_t) == 0, "partials are stored in an int32 tensor");
     constexpr int64_t kWords = sizeof(ArgmaxPartial) / sizeof(int32_t);
     Tensor partials({rows, chunks * kWords}, DataType::I32, Device::CUDA);
@@ -586,22 +480,17 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorit
                                                                 args.indices);
   } else if (args.k == 1) {
     log_softmax_argmax_kernel<T, B, N><<<blocks, kThreads, 0, stream>>>(args);
-  } else if (chunks > 1) {
-    // [rows, chunks, k + 1] 64-bit words, two int32 each.
-    Tensor partials({rows, static_cast<int64_t>(chunks) * (args.k + 1) * 2}, DataType::I32, Device::CUDA);
-    auto* partial = static_cast<unsigned long long*>(partials.raw());
-    const int64_t smallest = static_cast<int64_t>(vectors / chunks) * N;
-    const int64_t largest = static_cast<int64_t>((vectors + chunks - 1) / chunks) * N;
-    launch_filtered<T, B, N>(args, smallest, largest, algorithm, [&](auto groups, size_t group_bytes) {
-      log_softmax_topk_chunk_kernel<T, B, N, decltype(groups)::value>
-          <<<dim3(chunks, blocks), kThreads, group_bytes, stream>>>(args, partial);
-    });
-    CUDA_CHECK_LAUNCH();
-    log_softmax_topk_merge_kernel<T, B><<<blocks, kThreads, 0, stream>>>(args, partial, chunks);
   } else {
-    launch_filtered<T, B, N>(args, args.vocab, args.vocab, algorithm, [&](auto groups, size_t group_bytes) {
-      log_softmax_topk_kernel<T, B, N, decltype(groups)::value><<<blocks, kThreads, group_bytes, stream>>>(args);
-    });
+    const int groups = group_count<N>(args.vocab);
+    const size_t group_bytes = sizeof(uint32_t) * static_cast<size_t>(groups);
+    const bool groups_fit = groups >= args.k && group_bytes <= kMaxGroupBytes;
+    if (algorithm == ops::TopkAlgorithm::Hierarchical)
+      SEQTRANS_CHECK(groups_fit, "log_softmax_topk: a vocabulary of {} makes {} groups, the group threshold needs {} to {}",
+                     args.vocab, groups, args.k, kMaxGroupBytes / sizeof(uint32_t));
+    if (algorithm != ops::TopkAlgorithm::FullScan && groups_fit)
+      log_softmax_topk_kernel<T, B, N, true><<<blocks, kThreads, group_bytes, stream>>>(args);
+    else
+      log_softmax_topk_kernel<T, B, N, false><<<blocks, kThreads, 0, stream>>>(args);
   }
   CUDA_CHECK_LAUNCH();
 }

@@ -225,8 +225,7 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
                  time, bytes);
         }
     }
-    // The output layer of small steps: beam 4 over 1, 4 and 16 sentences (k = 8), as graph nodes; few rows
-    // split each row across blocks.
+    // The output layer of small steps: beam 4 over 1, 4 and 16 sentences (k = 8), as graph nodes.
     for (int64_t rows : {4, 16, 64}) {
       const int64_t vocab = 32000;
       const Tensor logits = device_floats({rows, vocab}, dtype, -8.0f, 8.0f);

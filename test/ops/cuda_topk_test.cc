@@ -233,8 +233,7 @@ TEST_CASE("cuda log_softmax_topk argmax over few rows equals a full sort", "[gpu
         check_case({rows, 32000, 1, dtype, BiasKind::Same, pattern, true, ops::TopkAlgorithm::Auto});
 }
 
-// Few rows split each row across blocks for k > 1 too (each chunk's k best, merged per row); 300 rows run
-// a block per row. Both filters, ties and -inf included.
+// Few rows with k > 1 (beam search over one to a few sentences) and many: both filters, ties and -inf.
 TEST_CASE("cuda log_softmax_topk over few rows equals a full sort", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   using A = ops::TopkAlgorithm;
