@@ -8,6 +8,8 @@
 
 #ifdef SEQTRANS_WITH_CUDA
 
+#include <array>
+#include <initializer_list>
 #include <optional>
 
 #include "cuda/runtime/context.h"
@@ -50,10 +52,11 @@ TEST_CASE("cuda matmul with a bias and activation epilogue matches the CPU", "[g
         }
 }
 
-TEST_CASE("cuda matmul with at most 8 rows (the small-rows kernel) matches the CPU", "[gpu]") {
-  REQUIRE_GPU_OR_SKIP();
-  // fp16 inputs with fp16 or fp32 output; odd column counts and both block widths (n <= 4096 and wider).
-  const int64_t shapes[][3] = {{1, 512, 32000}, {4, 512, 1001}, {8, 2048, 512}, {3, 8, 7}, {8, 512, 4100}};
+namespace {
+
+// fp16 products of shape [m, k] x [n, k]^T on the GPU against the CPU, with fp16 or fp32 output, with and
+// without a bias and ReLU (fp16 output only).
+void check_small_products(std::initializer_list<std::array<int64_t, 3>> shapes) {
   for (const auto& shape : shapes)
     for (bool fp32_output : {false, true})
       for (bool with_bias : {false, true}) {
@@ -80,6 +83,22 @@ TEST_CASE("cuda matmul with at most 8 rows (the small-rows kernel) matches the C
         REQUIRE(got.dtype() == (fp32_output ? DataType::F32 : DataType::F16));
         CHECK(max_relative_error(got.to_float_vector(), expected.to_float_vector()) < (fp32_output ? 1e-4 : 1e-2));
       }
+}
+
+}  // namespace
+
+TEST_CASE("cuda matmul with at most 8 rows (the small-rows kernel) matches the CPU", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  // Odd column counts and both block widths (n <= 4096 and wider); 1 row of the logits' width.
+  check_small_products({{1, 512, 32000}, {4, 512, 1001}, {8, 2048, 512}, {3, 8, 7}, {8, 512, 4100}});
+}
+
+TEST_CASE("cuda matmul of 2 to 16 rows onto wide outputs (the tensor-core kernel) matches the CPU", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  // Rows below, at and above 8 (the second half of a tile); column counts not a multiple of 8 or of the
+  // block's 64; inputs of 3 and 5 slices of 32 (the loop's remainder) and of 64.
+  check_small_products({{2, 512, 32000}, {4, 512, 8192}, {9, 512, 10001}, {16, 2048, 32000}, {16, 96, 8200},
+                        {5, 160, 9000}});
 }
 
 #endif
