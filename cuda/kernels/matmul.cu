@@ -1,9 +1,10 @@
 // matmul: cuBLAS through the row-major wrapper in cuda/runtime/gemm, except fp16 products with at most
 // 8 rows (a decoder step at batch 1, or a few beams), where cuBLAS takes ~5 us per call for 0.5-2 MB of
 // weights: a weight-streaming kernel with one warp per output column does them in about half that,
-// with the bias and ReLU epilogue folded in. Wide outputs (the logits) of 2 to 16 rows run on tensor cores
-// instead: there the CUDA-core kernel re-read every staged row per column (4 rows: 20.6 us for 32,000
-// columns of 512, against 13.4 us for 1 row).
+// with the bias and ReLU epilogue folded in. Wide outputs (the logits) of 2 to 8 rows run on tensor cores
+// instead: there the CUDA-core kernel re-reads every staged row per column (H200, 32,000 columns of 512
+// as graph nodes: 4 rows 13.6 us on CUDA cores, 7.2 on tensor cores, 7.4 for 1 row; at 16 rows cuBLAS's
+// 6.7 us beat this kernel's 9.7).
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/gemm.h"
@@ -72,7 +73,6 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
 // are taken in another order, the same for both operands, which a dot product does not see. Rows past m
 // repeat the last and are not written.
 constexpr int kMmaColumns = 8;
-constexpr int kMmaRows = 16;
 constexpr int kMmaSliceVectors = 4;   // 16-byte vectors of a 32-input slice, one per lane of a quad
 constexpr int kMmaSlicesInFlight = 4;  // slices whose weights a lane loads before multiplying any
 constexpr int kMmaWarps = 8;
@@ -173,13 +173,14 @@ bool small_rows_apply(const Tensor& a, const Tensor& b, const Tensor& c, const o
          is_aligned(a.raw(), 16) && is_aligned(b.raw(), 16);
 }
 
-// The tensor-core kernel applies: as the small-rows kernel, but 2 to 16 rows, wide outputs and whole
+// The tensor-core kernel applies: as the small-rows kernel, but 2 to 8 rows (it takes up to 16: cuBLAS
+// is faster from 9), wide outputs and whole
 // 32-input slices (no shared memory: the rows are read through the cache).
 bool small_rows_mma_apply(const Tensor& a, const Tensor& b, const Tensor& c, const ops::MatmulOptions& options) {
   const int64_t m = a.dim(0), k = a.dim(1);
   const bool epilogue = options.bias == nullptr ||
                         (c.dtype() == DataType::F16 && (!options.activation || options.activation == Activation::Relu));
-  return a.dtype() == DataType::F16 && options.transpose_b && m >= 2 && m <= kMmaRows && k > 0 &&
+  return a.dtype() == DataType::F16 && options.transpose_b && m >= 2 && m <= kSmallRows && k > 0 &&
          k % (kMmaSliceVectors * 8) == 0 && c.dim(1) >= kMmaMinColumns && epilogue && is_aligned(a.raw(), 16) &&
          is_aligned(b.raw(), 16);
 }
