@@ -12,9 +12,10 @@ namespace seqtrans {
 
 // Decoder steps of at most this many rows run through the persistent decoder kernel by default: the measured
 // crossovers (Transformer-base 32 -> 32, docs/BENCHMARKS.md). In fp16 its products run on tensor cores from
-// 3 rows and it is ahead of the layer-by-layer graph at every row count it takes (H100: 1.12x at 1 row,
-// 1.24x at 8, 1.04x at 16); fp32 products run on CUDA cores, ahead at 1 and 2 rows only (H200: 1.11x,
-// 1.09x; 0.56x at 16, where every warp re-reads each input row per output column).
+// 3 rows; against the layer-by-layer graph it is ahead up to 8 rows and about even at 16 (H100: 1.12x at 1
+// row, 1.24x at 8, 1.04x at 16; H200 leases 1.06-1.17x at 1, 1.12-1.14x at 4, 0.98-1.08x at 16); fp32
+// products run on CUDA cores, ahead at 1 and 2 rows only (H200: 1.11x, 1.09x; 0.56x at 16, where every
+// warp re-reads each input row per output column).
 inline constexpr int64_t kPersistentDecodeRowsF16 = 16, kPersistentDecodeRowsF32 = 2;
 // ModelOptions::persistent_decode_rows: the crossover of the model's dtype.
 inline constexpr int64_t kPersistentDecodeAuto = -1;
