@@ -13,7 +13,8 @@
 //   below; the second pass reads the whole row.
 // When the candidates overflow shared memory (e.g. thousands of -inf ties), the block falls back to an
 // exact radix select over the row: 3 histogram passes on the key, up to 3 on the index, one gather.
-// k = 1 is a separate single-pass kernel: normalizer and argmax together.
+// k = 1 is a separate single-pass kernel: normalizer and argmax together. Few rows split the first pass
+// over many blocks (the argmax, and the group filter's maxima), then merge per row.
 #include <cub/block/block_scan.cuh>
 
 #include "core/sampling_math.h"
@@ -244,25 +245,21 @@ __device__ __forceinline__ void append_candidate(TopkShared& shared, uint32_t ke
   if (slot < kCandidateCapacity) shared.candidates[slot] = composite(key, index);
 }
 
-template <typename T, typename B, int N, bool kGroups>
-__global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArguments<T, B> args) {
-  __shared__ TopkShared shared;
-  extern __shared__ uint32_t group_max[];  // [groups], Hierarchical only
-  const int64_t row_index = blockIdx.x;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
-  const int vocab = args.vocab, k = args.k;
-  const int vectors = vocab / N;
-  constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
-  const int groups = (vectors + kLanesPerGroup - 1) / kLanesPerGroup;
+template <int N>
+constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
 
-  if (!kGroups) clear_histogram(shared);
-  // Pass 1: normalizer, and the group maxima or the top-bits histogram.
+// Pass 1 over vectors [begin, end) of a row (begin a multiple of kLanesPerGroup<N>): the thread's share of
+// the normalizer, and the maximum key of each group into group_max[group] (kGroups) or each key's top bits
+// into `histogram`.
+template <typename T, typename B, int N, bool kGroups>
+__device__ __forceinline__ Normalizer scan_row(const RowView<T, B>& row, int begin, int end, uint32_t* group_max,
+                                               int* histogram) {
+  constexpr int kLanes = kLanesPerGroup<N>;
   Normalizer normalizer;
-  for (int first = 0; first < vectors; first += kThreads) {  // uniform trip count: shuffles below
-    const int v = first + threadIdx.x;
+  for (int first = begin; first < end; first += kThreads) {  // uniform trip count: shuffles below
+    const int v = first + static_cast<int>(threadIdx.x);
     uint32_t best = kNoKey;
-    if (v < vectors) {
-      const Vector<T, N> logits = reinterpret_cast<const Vector<T, N>*>(row.logits)[v];
+    if (v < end) {
       float z[N];
       load_logits(row, v, z);
       normalizer.add(z);
@@ -273,26 +270,32 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArgument
         if constexpr (kGroups) {
           best = max(best, key);
         } else {
-          atomicAdd(&shared.histogram[key >> 21], 1);
+          atomicAdd(&histogram[key >> 21], 1);
         }
       }
     }
     if constexpr (kGroups) {
 #pragma unroll
-      for (int offset = kLanesPerGroup / 2; offset > 0; offset /= 2)
-        best = max(best, __shfl_xor_sync(kFullMask, best, offset));
-      if (v < vectors && v % kLanesPerGroup == 0) group_max[v / kLanesPerGroup] = best;
+      for (int offset = kLanes / 2; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
+      if (v < end && v % kLanes == 0) group_max[v / kLanes] = best;
     }
   }
-  if (threadIdx.x == 0) shared.candidate_count = 0;
-  const float log_sum_exp = block_log_sum_exp(normalizer, shared.scratch);  // its barriers publish pass 1
+  return normalizer;
+}
 
-  // Pass 2: gather the candidates that pass the filter.
+// Pass 2 and the sort: the candidates that pass the filter (the group maxima of every group in shared
+// memory, or the histogram) gathered and sorted into shared.candidates, the k best first. Starts with the
+// candidate count at 0 and pass 1 published.
+template <typename T, typename B, int N, bool kGroups>
+__device__ void select_best(const RowView<T, B>& row, int vocab, int k, const uint32_t* group_max, TopkShared& shared) {
+  const int vectors = vocab / N;
+  constexpr int kLanes = kLanesPerGroup<N>;
   if constexpr (kGroups) {
+    const int groups = (vectors + kLanes - 1) / kLanes;
     int needed = 0, equal = 0;
     const uint32_t threshold = select_key([&](int g) { return group_max[g]; }, groups, k, shared, needed, equal);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    constexpr int kGroupSize = kLanesPerGroup * N;
+    constexpr int kGroupSize = kLanes * N;
     for (int g = warp; g < groups; g += kThreads / 32) {
       if (group_max[g] < threshold) continue;
       for (int e = lane; e < kGroupSize; e += 32) {
@@ -322,13 +325,81 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArgument
     count = k;
   }
   sort_candidates(shared, count);
+}
 
-  for (int i = threadIdx.x; i < k; i += kThreads) {
+// The row's k best (sorted candidates) as scores: log-probs when normalizing.
+template <typename T, typename B>
+__device__ void write_best(const TopkArguments<T, B>& args, int64_t row_index, const TopkShared& shared,
+                           float log_sum_exp) {
+  for (int i = threadIdx.x; i < args.k; i += kThreads) {
     const unsigned long long best = shared.candidates[i];
     const float z = key_score(static_cast<uint32_t>(best >> 32));
-    args.values[row_index * k + i] = z == -INFINITY || !args.normalize ? z : z - log_sum_exp;
-    args.indices[row_index * k + i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
+    args.values[row_index * args.k + i] = z == -INFINITY || !args.normalize ? z : z - log_sum_exp;
+    args.indices[row_index * args.k + i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(best));
   }
+}
+
+template <typename T, typename B, int N, bool kGroups>
+__global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArguments<T, B> args) {
+  __shared__ TopkShared shared;
+  extern __shared__ uint32_t group_max[];  // [groups], Hierarchical only
+  const int64_t row_index = blockIdx.x;
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
+  if (!kGroups) clear_histogram(shared);
+  const Normalizer normalizer = scan_row<T, B, N, kGroups>(row, 0, args.vocab / N, group_max, shared.histogram);
+  if (threadIdx.x == 0) shared.candidate_count = 0;
+  const float log_sum_exp = block_log_sum_exp(normalizer, shared.scratch);  // its barriers publish pass 1
+  select_best<T, B, N, kGroups>(row, args.vocab, args.k, group_max, shared);
+  write_best(args, row_index, shared, log_sum_exp);
+}
+
+// Few rows with the group filter: pass 1 split over chunks of the row, a block each (one block reading a
+// whole row waits on one memory round trip after another), then a block per row for the rest. A chunk
+// writes its groups' maxima and its normalizer into the row's scratch: [groups] keys, then [chunks] pairs
+// (largest logit, sum of exp(z - largest)).
+template <typename T, typename B, int N>
+__global__ void __launch_bounds__(kThreads)
+    log_softmax_topk_scan_kernel(TopkArguments<T, B> args, uint32_t* __restrict__ scratch, int chunk_vectors,
+                                 int row_words) {
+  __shared__ float reduction[32];
+  const int64_t row_index = blockIdx.y;
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
+  const int vectors = args.vocab / N, groups = (vectors + kLanesPerGroup<N> - 1) / kLanesPerGroup<N>;
+  const int begin = blockIdx.x * chunk_vectors, end = min(begin + chunk_vectors, vectors);
+  uint32_t* row_scratch = scratch + row_index * row_words;
+  const Normalizer normalizer = scan_row<T, B, N, true>(row, begin, end, row_scratch, nullptr);
+  const float chunk_max = block_max(normalizer.max, reduction);
+  const float chunk_sum =
+      block_sum(normalizer.max == -INFINITY ? 0.0f : normalizer.sum * expf(normalizer.max - chunk_max), reduction);
+  if (threadIdx.x == 0) {
+    float* pair = reinterpret_cast<float*>(row_scratch + groups + 2 * blockIdx.x);
+    pair[0] = chunk_max;
+    pair[1] = chunk_sum;
+  }
+}
+
+template <typename T, typename B, int N>
+__global__ void __launch_bounds__(kThreads)
+    log_softmax_topk_select_kernel(TopkArguments<T, B> args, const uint32_t* __restrict__ scratch, int chunks,
+                                   int row_words) {
+  __shared__ TopkShared shared;
+  extern __shared__ uint32_t group_max[];  // [groups]
+  const int64_t row_index = blockIdx.x;
+  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
+  const int groups = (args.vocab / N + kLanesPerGroup<N> - 1) / kLanesPerGroup<N>;
+  const uint32_t* row_scratch = scratch + row_index * row_words;
+  for (int g = threadIdx.x; g < groups; g += kThreads) group_max[g] = row_scratch[g];
+  float chunk_max = -INFINITY, chunk_sum = 0.0f;
+  if (static_cast<int>(threadIdx.x) < chunks) {
+    const float* pair = reinterpret_cast<const float*>(row_scratch + groups + 2 * threadIdx.x);
+    chunk_max = pair[0];
+    chunk_sum = pair[1];
+  }
+  if (threadIdx.x == 0) shared.candidate_count = 0;
+  const float row_max = block_max(chunk_max, shared.scratch);  // its barriers publish the group maxima
+  const float sum = block_sum(chunk_max == -INFINITY ? 0.0f : chunk_sum * expf(chunk_max - row_max), shared.scratch);
+  select_best<T, B, N, true>(row, args.vocab, args.k, group_max, shared);
+  write_best(args, row_index, shared, row_max == -INFINITY ? -INFINITY : row_max + logf(sum));
 }
 
 // k = 1: normalizer and argmax in one pass over the row.
@@ -461,15 +532,14 @@ int argmax_chunks(int64_t rows, int vectors) {
 
 template <int N>
 int group_count(int vocab) {
-  constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
-  return (vocab / N + kLanesPerGroup - 1) / kLanesPerGroup;
+  return (vocab / N + kLanesPerGroup<N> - 1) / kLanesPerGroup<N>;
 }
 
 template <typename T, typename B, int N>
 void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorithm algorithm, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(rows);
   const int chunks = args.k == 1 ? argmax_chunks(rows, args.vocab / N) : 1;
-  if (chunks > 1) {
+  if (chunks > 1) {  // k = 1
     static_assert(sizeof(ArgmaxPartial) % sizeof(int32_t) == 0, "partials are stored in an int32 tensor");
     constexpr int64_t kWords = sizeof(ArgmaxPartial) / sizeof(int32_t);
     Tensor partials({rows, chunks * kWords}, DataType::I32, Device::CUDA);
@@ -487,10 +557,26 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorit
     if (algorithm == ops::TopkAlgorithm::Hierarchical)
       SEQTRANS_CHECK(groups_fit, "log_softmax_topk: a vocabulary of {} makes {} groups, the group threshold needs {} to {}",
                      args.vocab, groups, args.k, kMaxGroupBytes / sizeof(uint32_t));
-    if (algorithm != ops::TopkAlgorithm::FullScan && groups_fit)
+    const bool group_filter = algorithm != ops::TopkAlgorithm::FullScan && groups_fit;
+    // Pass 1 split as for the argmax, in whole groups; chunks (at most kThreads) hand their normalizers to
+    // the select kernel's threads.
+    const int vectors = args.vocab / N, scan_chunks = std::min(argmax_chunks(rows, vectors), kThreads);
+    const int chunk_vectors = (vectors + scan_chunks - 1) / scan_chunks;
+    const int aligned_vectors = (chunk_vectors + kLanesPerGroup<N> - 1) / kLanesPerGroup<N> * kLanesPerGroup<N>;
+    const int chunks = (vectors + aligned_vectors - 1) / aligned_vectors;
+    if (group_filter && chunks > 1) {
+      const int row_words = groups + 2 * chunks;
+      Tensor scratch({rows, row_words}, DataType::I32, Device::CUDA);
+      auto* words = static_cast<uint32_t*>(scratch.raw());
+      log_softmax_topk_scan_kernel<T, B, N><<<dim3(chunks, blocks), kThreads, 0, stream>>>(args, words, aligned_vectors,
+                                                                                            row_words);
+      CUDA_CHECK_LAUNCH();
+      log_softmax_topk_select_kernel<T, B, N><<<blocks, kThreads, group_bytes, stream>>>(args, words, chunks, row_words);
+    } else if (group_filter) {
       log_softmax_topk_kernel<T, B, N, true><<<blocks, kThreads, group_bytes, stream>>>(args);
-    else
+    } else {
       log_softmax_topk_kernel<T, B, N, false><<<blocks, kThreads, 0, stream>>>(args);
+    }
   }
   CUDA_CHECK_LAUNCH();
 }
