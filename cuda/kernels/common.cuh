@@ -62,6 +62,20 @@ void launch_in_widest_unit(std::initializer_list<size_t> bytes, std::initializer
     launch(uint16_t{});
 }
 
+// ---- tensor cores ----
+
+// d (16 x 8, fp32) += a (16 x 16, fp16, by rows) x b (16 x 8, fp16, by columns): one mma.m16n8k16, its
+// operands in PTX's fragment registers (a0-a3: rows lane / 4 and + 8 at inputs 2 (lane % 4) and + 8; b0-b1:
+// column lane / 4 at the same inputs; d: rows lane / 4 and + 8, columns 2 (lane % 4) and + 1).
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                             unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 // ---- reductions ----
 
 constexpr unsigned kFullMask = 0xffffffffu;

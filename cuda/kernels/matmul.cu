@@ -78,20 +78,11 @@ constexpr int kMmaSlicesInFlight = 4;  // slices whose weights a lane loads befo
 constexpr int kMmaWarps = 8;
 constexpr int kMmaMinColumns = 8192;   // narrower outputs would leave multiprocessors idle
 
-__device__ __forceinline__ void multiply_add(float (&sums)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                             unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(sums[0]), "+f"(sums[1]), "+f"(sums[2]), "+f"(sums[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // Two mma steps over one 32-input slice: the lane's weight vector w (8 inputs of its column) against the
 // same 8 inputs of its two rows, x (row lane / 4) and y (row lane / 4 + 8).
 __device__ __forceinline__ void multiply_slice(float (&sums)[4], const uint4& w, const uint4& x, const uint4& y) {
-  multiply_add(sums, x.x, y.x, x.y, y.y, w.x, w.y);
-  multiply_add(sums, x.z, y.z, x.w, y.w, w.z, w.w);
+  mma_m16n8k16(sums, x.x, y.x, x.y, y.y, w.x, w.y);
+  mma_m16n8k16(sums, x.z, y.z, x.w, y.w, w.z, w.w);
 }
 
 template <typename Out>
@@ -162,27 +153,28 @@ void dispatch_small_rows(const SmallGemmArguments<Out>& args, int m, cudaStream_
   }
 }
 
-// The small-rows kernel applies: fp16 operands, b transposed, 16-byte rows, a fits shared memory, and an
-// epilogue it can fold (a bias of the output's dtype, ReLU or none; fp32 output only without a bias).
-bool small_rows_apply(const Tensor& a, const Tensor& b, const Tensor& c, const ops::MatmulOptions& options) {
-  const int64_t m = a.dim(0), k = a.dim(1);
+// What both small-rows kernels take: fp16 operands, b transposed and 16-byte aligned, and an epilogue they
+// can fold (a bias of the output's dtype, ReLU or none; fp32 output only without a bias).
+bool small_rows_operands(const Tensor& a, const Tensor& b, const Tensor& c, const ops::MatmulOptions& options) {
   const bool epilogue = options.bias == nullptr ||
                         (c.dtype() == DataType::F16 && (!options.activation || options.activation == Activation::Relu));
-  return a.dtype() == DataType::F16 && options.transpose_b && m >= 1 && m <= kSmallRows && k > 0 && k % 8 == 0 &&
-         static_cast<size_t>(m * k) * sizeof(__half) <= kSmallSharedBytes && c.dim(1) > 0 && epilogue &&
-         is_aligned(a.raw(), 16) && is_aligned(b.raw(), 16);
+  return a.dtype() == DataType::F16 && options.transpose_b && epilogue && is_aligned(a.raw(), 16) &&
+         is_aligned(b.raw(), 16);
 }
 
-// The tensor-core kernel applies: as the small-rows kernel, but 2 to 8 rows (it takes up to 16: cuBLAS
-// is faster from 9), wide outputs and whole
-// 32-input slices (no shared memory: the rows are read through the cache).
+// The small-rows kernel applies: 1 to 8 rows of 16-byte multiples that fit shared memory.
+bool small_rows_apply(const Tensor& a, const Tensor& b, const Tensor& c, const ops::MatmulOptions& options) {
+  const int64_t m = a.dim(0), k = a.dim(1);
+  return small_rows_operands(a, b, c, options) && m >= 1 && m <= kSmallRows && k > 0 && k % 8 == 0 &&
+         static_cast<size_t>(m * k) * sizeof(__half) <= kSmallSharedBytes && c.dim(1) > 0;
+}
+
+// The tensor-core kernel applies: 2 to 8 rows (it takes up to 16: cuBLAS is faster from 9), wide outputs
+// and whole 32-input slices (no shared memory: the rows are read through the cache).
 bool small_rows_mma_apply(const Tensor& a, const Tensor& b, const Tensor& c, const ops::MatmulOptions& options) {
   const int64_t m = a.dim(0), k = a.dim(1);
-  const bool epilogue = options.bias == nullptr ||
-                        (c.dtype() == DataType::F16 && (!options.activation || options.activation == Activation::Relu));
-  return a.dtype() == DataType::F16 && options.transpose_b && m >= 2 && m <= kSmallRows && k > 0 &&
-         k % (kMmaSliceVectors * 8) == 0 && c.dim(1) >= kMmaMinColumns && epilogue && is_aligned(a.raw(), 16) &&
-         is_aligned(b.raw(), 16);
+  return small_rows_operands(a, b, c, options) && m >= 2 && m <= kSmallRows && k > 0 &&
+         k % (kMmaSliceVectors * 8) == 0 && c.dim(1) >= kMmaMinColumns;
 }
 
 template <typename Out>

@@ -382,15 +382,6 @@ __device__ __forceinline__ void load_matrices(unsigned (&to)[2], const void* row
                : "memory");
 }
 
-// sums (16 x 8, fp32) += a (16 x 16, fp16, by rows) x b (16 x 8, fp16, by columns).
-__device__ __forceinline__ void multiply_add(float (&sums)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(sums[0]), "+f"(sums[1]), "+f"(sums[2]), "+f"(sums[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 // How a block shares a product's items: items are dealt to the blocks in turn; a block's warps form teams of
 // `team`, one item each, and split its k-steps between them (all warps of a block are busy whenever it has
 // an item; a team's sums are added in a fixed order, so they do not depend on timing). With more items
@@ -471,7 +462,7 @@ __device__ void product_phase_mma(const T* weight, const T* bias, Product shape,
         unsigned a[4], b[2];
         load_matrices(a, input_row + k * kMmaK);
         load_matrices(b, slot + weight_offset + k * kMmaK);
-        multiply_add(sums, a, b);
+        mma_m16n8k16(sums, a[0], a[1], a[2], a[3], b[0], b[1]);
       }
     }
     if (share.team > 1) {  // one round: a team's warps add up in its first warp, in order
