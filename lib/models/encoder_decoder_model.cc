@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -20,12 +21,30 @@ int64_t default_persistent_decode_rows(DataType dtype) {
   return dtype == DataType::F16 ? kPersistentDecodeRowsF16 : kPersistentDecodeRowsF32;
 }
 
+// The output layer's values and ids side by side in one 32-bit buffer [2, rows, width] (width k, or 1 for a
+// draw), so that a step brings both to the host in one synchronous copy instead of two (H100: no change
+// measurable beyond the spread of runs, docs/BENCHMARKS.md; one driver call less a step).
+struct StepOutputs {
+  Tensor both;
+  Tensor values;  // [rows, k] log-probs, or [rows] of a sampling step: a view of `both`
+  Tensor ids;     // [rows, k], or [rows] drawn ids: a view of `both`
+  int64_t width = 0;
+
+  StepOutputs() = default;
+  StepOutputs(int64_t rows, int k, Device device) : width(std::max(k, 1)) {
+    both = Tensor({2, rows, width}, DataType::I32, device);
+    const Shape shape = k == 0 ? Shape{rows} : Shape{rows, width};
+    char* base = static_cast<char*>(both.raw());
+    values = Tensor::borrow(base, shape, DataType::F32, device);
+    ids = Tensor::borrow(base + both.bytes() / 2, shape, DataType::I32, device);
+  }
+};
+
 // One decoder step recorded as a graph for a number of rows and candidates per row, and its outputs.
 struct StepGraph {
   explicit StepGraph(Device device) : graph(device) {}
   ops::DeviceGraph graph;
-  Tensor values;  // [rows, k], or [rows] log-probs of a sampling step
-  Tensor ids;     // [rows, k], or [rows] drawn ids
+  StepOutputs outputs;
 };
 
 // Decoder state of a run: one slot per active hypothesis, each at its own position. Sentences join
@@ -695,17 +714,17 @@ void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const T
 }
 
 void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph,
-                                   const RepetitionRequest& repetitions, Tensor& values, Tensor& ids) const {
+                                   const RepetitionRequest& repetitions, StepOutputs& outputs) const {
   if (graph) {
-    run_step_graph(state, rows, k, values, ids);
+    run_step_graph(state, rows, k, outputs);
     return;
   }
-  output_layer(state, decode(state, rows), k, &repetitions, values, ids);
+  outputs = StepOutputs(rows, k, options_.device);
+  output_layer(state, decode(state, rows), k, &repetitions, outputs.values, outputs.ids);
   ++step_counts_.launched;
 }
 
-void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values,
-                                         Tensor& ids) const {
+void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t rows, int k, StepOutputs& outputs) const {
   const EncoderDecoderState::GraphKey key{rows, k, state.suppressed};
   StepGraph* step_graph = nullptr;
   if (const auto recorded = state.graphs.find(key); recorded != state.graphs.end()) {
@@ -714,20 +733,22 @@ void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t row
   } else if (state.launched.insert(key).second) {
     // A shape's first step runs op by op: a shape met once (a bucket the batch passes in one step) costs
     // no recording, which takes longer than launching the ops.
-    output_layer(state, decode(state, rows), k, /*repetitions=*/nullptr, values, ids);
+    outputs = StepOutputs(rows, k, options_.device);
+    output_layer(state, decode(state, rows), k, /*repetitions=*/nullptr, outputs.values, outputs.ids);
     ++step_counts_.launched;
     return;
   } else {
     auto created = std::make_unique<StepGraph>(options_.device);
     step_graph = created.get();
-    step_graph->graph.capture(
-        [&] { output_layer(state, decode(state, rows), k, nullptr, step_graph->values, step_graph->ids); });
+    step_graph->graph.capture([&] {
+      step_graph->outputs = StepOutputs(rows, k, options_.device);  // from the graph's pool
+      output_layer(state, decode(state, rows), k, nullptr, step_graph->outputs.values, step_graph->outputs.ids);
+    });
     state.graphs.emplace(key, std::move(created));
     ++step_counts_.captured;
   }
   step_graph->graph.replay();
-  values = step_graph->values;
-  ids = step_graph->ids;
+  outputs = step_graph->outputs;
 }
 
 void EncoderDecoderModel::update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const {
@@ -752,15 +773,15 @@ void EncoderDecoderModel::fused_step(EncoderDecoderState& state, const std::vect
   const int64_t slots = state.slots();
   const int64_t rows = prepare_step(state, input_ids, graph);
   if (request.draws != nullptr) upload_sampling_rows(state, *request.draws);
-  Tensor step_values, step_ids;
-  run_step(state, rows, request.k, graph, *request.repetitions, step_values, step_ids);
+  StepOutputs outputs;
+  run_step(state, rows, request.k, graph, *request.repetitions, outputs);
   finish_step(state);
-  // A graph's padding rows come last: the slots' rows are the first ones.
-  const size_t kept = static_cast<size_t>(slots * std::max(request.k, 1));
-  values = step_values.to_float_vector();
-  ids = step_ids.to_int_vector();
+  // One copy: every row's values, then every row's ids. A graph's padding rows come last in each.
+  const std::vector<int32_t> both = outputs.both.to_int_vector();
+  const size_t kept = static_cast<size_t>(slots * outputs.width), half = both.size() / 2;
   values.resize(kept);
-  ids.resize(kept);
+  std::memcpy(values.data(), both.data(), kept * sizeof(float));
+  ids.assign(both.begin() + static_cast<std::ptrdiff_t>(half), both.begin() + static_cast<std::ptrdiff_t>(half + kept));
 }
 
 void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,

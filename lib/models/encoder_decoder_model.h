@@ -49,6 +49,7 @@ struct StepCounts {
 };
 
 class EncoderDecoderState;
+struct StepOutputs;
 
 
 class EncoderDecoderModel : public StepModel {
@@ -129,12 +130,13 @@ class EncoderDecoderModel : public StepModel {
   // first, when given (never in a graph: their histories change shape every step).
   void output_layer(const EncoderDecoderState& state, const Tensor& x, int k, const RepetitionRequest* repetitions,
                     Tensor& values, Tensor& ids) const;
-  // The decoder step and output layer over `rows` rows (prepared): as a CUDA graph when `graph`, else op by op.
+  // The decoder step and output layer over `rows` rows (prepared): as a CUDA graph when `graph`, else op by op;
+  // its values and ids land side by side in `outputs`.
   void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, const RepetitionRequest& repetitions,
-                Tensor& values, Tensor& ids) const;
+                StepOutputs& outputs) const;
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
-  void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, Tensor& values, Tensor& ids) const;
+  void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, StepOutputs& outputs) const;
   // What a fused step's output layer computes: the k best per slot, or (k = kSampled, draws given) one draw.
   struct OutputRequest {
     int k = 1;

@@ -31,6 +31,11 @@ void check_like(const char* op, const char* operand, const Tensor& x, const Tens
                  device_name(x.device()), dtype_name(reference.dtype()), device_name(reference.device()));
 }
 
+void place_output(Tensor& output, const Shape& shape, DataType dtype, Device device) {
+  if (output.defined() && output.shape() == shape && output.dtype() == dtype && output.device() == device) return;
+  output = Tensor(shape, dtype, device);
+}
+
 void check_extent(const char* op, const char* operand, const Tensor& x, int axis, int64_t expected) {
   SEQTRANS_CHECK(x.dim(axis) == expected, "{}: {} has extent {} on axis {}, expected {} (shape {})", op, operand,
                  x.dim(axis), axis, expected, shape_string(x.shape()));

@@ -24,5 +24,7 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 // `x` has `reference`'s device and dtype: an op's weights (bias, gamma, beta, tables) share its input's.
 void check_like(const char* op, const char* operand, const Tensor& x, const Tensor& reference);
 void check_extent(const char* op, const char* operand, const Tensor& x, int axis, int64_t expected);
+// An op's output: kept where the caller placed it (same shape, dtype and device), else made.
+void place_output(Tensor& output, const Shape& shape, DataType dtype, Device device);
 
 }  // namespace seqtrans::ops

@@ -26,8 +26,8 @@ void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& 
         SEQTRANS_CHECK(id >= 0 && id < vocab, "log_softmax_topk: suppressed id {} outside the vocabulary of {}", id,
                        vocab);
   }
-  values = Tensor({rows, options.k}, DataType::F32, logits.device());
-  ids = Tensor({rows, options.k}, DataType::I32, logits.device());
+  place_output(values, {rows, options.k}, DataType::F32, logits.device());
+  place_output(ids, {rows, options.k}, DataType::I32, logits.device());
   const ProfileScope profile("output layer");
   switch (logits.device()) {
     case Device::CPU: cpu::log_softmax_topk(logits, options, values, ids); break;

@@ -140,6 +140,8 @@ struct TopkOptions {
   // beam search does): the k best are returned as they are.
   bool normalize = true;
 };
+// values and ids (as sample_tokens' outputs) are written where the caller placed them when they already have
+// their shape, dtype and device (a step puts both in one buffer, for one copy to the host); else made.
 void log_softmax_topk(const Tensor& logits, const TopkOptions& options, Tensor& values, Tensor& ids);
 
 // The suppressed ids ([n] int32) as a bitmap of a vocabulary of `vocab`, for the options above: [ceil(V /

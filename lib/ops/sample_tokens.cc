@@ -48,8 +48,8 @@ void sample_tokens(const Tensor& logits, const Tensor& rows, const SampleOptions
       for (int32_t id : options.suppressed_ids->to_int_vector())
         SEQTRANS_CHECK(id >= 0 && id < vocab, "{}: suppressed id {} outside the vocabulary of {}", op, id, vocab);
   }
-  ids = Tensor({count}, DataType::I32, logits.device());
-  log_probs = Tensor({count}, DataType::F32, logits.device());
+  place_output(ids, {count}, DataType::I32, logits.device());
+  place_output(log_probs, {count}, DataType::F32, logits.device());
   const ProfileScope profile("output layer");
   switch (logits.device()) {
     case Device::CPU: cpu::sample_tokens(logits, rows, options, ids, log_probs); break;
