@@ -27,6 +27,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   engine.packed_encoder = !options.no_packed_encoder;
   engine.persistent_decode = !options.no_persistent_decode;
   engine.persistent_decode_rows = options.persistent_decode_rows;
+  engine.steps_at_once = options.steps_at_once;
   return engine;
 }
 
@@ -263,6 +264,11 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->group(measure_group);
   command->add_flag("--no-persistent-decode", options.no_persistent_decode,
                     "Run small decoder steps layer by layer instead of in one persistent kernel")
+      ->group(measure_group);
+  command->add_flag("--steps-at-once", options.steps_at_once,
+                    fmt::format("Greedy search runs {} steps at once, each fed the last one's tokens on the device, "
+                                "read back together, while no sentence waits to join (experimental)",
+                                kGreedyStepsPerRead))
       ->group(measure_group);
   command->add_option("--persistent-decode-rows", options.persistent_decode_rows,
                       fmt::format("Steps of at most N rows run through the persistent kernel (at most {})",

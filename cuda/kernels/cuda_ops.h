@@ -32,6 +32,8 @@ void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Ten
                                 cudaStream_t stream);
 // Out-of-range indices give zero rows (the CPU throws).
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream);
+void copy_with_fed_ids(const Tensor& source, int64_t fed, const Tensor* chosen, Tensor& destination,
+                       cudaStream_t stream);
 // Any dtype; one cudaMemcpyAsync on the stream (graph capturable). src and dst must not overlap.
 void copy(const Tensor& src, Tensor& dst, cudaStream_t stream);
 // Any dtype; one cudaMemcpy2DAsync on the stream (graph capturable), rows as pitches (one plain copy when

@@ -1,5 +1,5 @@
 // gather_rows: out[i] = x[indices[i]] along the first axis, any dtype, copied in the widest unit the row
-// size and alignment allow.
+// size and alignment allow; copy_with_fed_ids: decoder inputs, some fed the previous step's chosen tokens.
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 
@@ -27,7 +27,30 @@ void launch_gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, siz
   CUDA_CHECK_LAUNCH();
 }
 
+__global__ void copy_with_fed_ids_kernel(const int32_t* __restrict__ source, int64_t n, int64_t fed,
+                                         const int32_t* __restrict__ chosen, int64_t rows, int64_t stride,
+                                         int32_t* __restrict__ destination) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int32_t value = source[i];
+    const int64_t row = -static_cast<int64_t>(value) - 1;
+    destination[i] = i < fed && row >= 0 && row < rows ? chosen[row * stride] : value;
+  }
+}
+
 }  // namespace
+
+void copy_with_fed_ids(const Tensor& source, int64_t fed, const Tensor* chosen, Tensor& destination,
+                       cudaStream_t stream) {
+  check_on_device("copy_with_fed_ids", "source", source);
+  check_on_device("copy_with_fed_ids", "destination", destination);
+  constexpr int kThreads = 256;
+  const int64_t n = source.dim(0);
+  const int64_t rows = chosen ? chosen->dim(0) : 0, stride = chosen && chosen->rank() == 2 ? chosen->dim(1) : 1;
+  copy_with_fed_ids_kernel<<<grid_size(n, kThreads), kThreads, 0, stream>>>(
+      source.data<int32_t>(), n, chosen ? fed : 0, chosen ? chosen->data<int32_t>() : nullptr, rows, stride,
+      destination.data<int32_t>());
+  CUDA_CHECK_LAUNCH();
+}
 
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream) {
   check_on_device("gather_rows", "x", x);

@@ -24,12 +24,14 @@ struct EngineSettings {
   // (--persistent-decode-rows).
   bool persistent_decode = true;
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
+  // Greedy steps run kGreedyStepsPerRead at once, fed on the device, read together (on: --steps-at-once).
+  bool steps_at_once = false;
 
   bool operator==(const EngineSettings& other) const {
     return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
            topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs &&
            packed_encoder == other.packed_encoder && persistent_decode == other.persistent_decode &&
-           persistent_decode_rows == other.persistent_decode_rows;
+           persistent_decode_rows == other.persistent_decode_rows && steps_at_once == other.steps_at_once;
   }
 };
 

@@ -22,6 +22,7 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
 void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
                                 Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query);
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
+void copy_with_fed_ids(const Tensor& source, int64_t fed, const Tensor* chosen, Tensor& destination);
 // Any dtype (bytes are copied).
 void copy(const Tensor& src, Tensor& dst);
 void copy_row_prefixes(const Tensor& src, const Tensor* index, const Tensor& lengths, Tensor& dst);

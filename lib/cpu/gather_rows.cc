@@ -16,4 +16,14 @@ void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out) {
   }
 }
 
+void copy_with_fed_ids(const Tensor& source, int64_t fed, const Tensor* chosen, Tensor& destination) {
+  const int32_t* in = source.data<int32_t>();
+  int32_t* out = destination.data<int32_t>();
+  const int64_t rows = chosen ? chosen->dim(0) : 0, stride = chosen && chosen->rank() == 2 ? chosen->dim(1) : 1;
+  for (int64_t i = 0; i < source.dim(0); ++i) {
+    const int64_t row = -static_cast<int64_t>(in[i]) - 1;
+    out[i] = i < fed && row >= 0 && row < rows ? chosen->data<int32_t>()[row * stride] : in[i];
+  }
+}
+
 }  // namespace seqtrans::cpu

@@ -47,6 +47,15 @@ struct StepGraph {
   StepOutputs outputs;
 };
 
+// Greedy steps run at once (step_candidates_run), recorded as one graph: one launch for all of them, since
+// a launch into a stream still busy with the step before cost the host about as much as a step's GPU time.
+struct StepRunGraph {
+  explicit StepRunGraph(Device device) : graph(device) {}
+  ops::DeviceGraph graph;
+  Tensor inputs;   // [steps, kStepInputs * state rows] int32, uploaded before each replay
+  Tensor results;  // [steps, 2 * rows] int32: each step's values, then its ids
+};
+
 // Decoder state of a run: one slot per active hypothesis, each at its own position. Sentences join
 // (admit) and leave (select) between steps. Keys and values stay where they were written, in pools:
 //  - the self-attention cache is a pool of blocks of kBlockPositions positions. A sentence owns lanes, one
@@ -111,10 +120,16 @@ class EncoderDecoderState : public DecoderState {
   using GraphKey = std::tuple<int64_t, int, int>;
   std::map<GraphKey, std::unique_ptr<StepGraph>> graphs;
   std::set<GraphKey> launched;
+  // Steps run at once, likewise: (rows, each step's suppressed list) -> recorded run.
+  using RunKey = std::pair<int64_t, std::vector<int>>;
+  std::map<RunKey, std::unique_ptr<StepRunGraph>> run_graphs;
+  std::set<RunKey> launched_runs;
 
   void drop_graphs() {
     graphs.clear();
     launched.clear();
+    run_graphs.clear();
+    launched_runs.clear();
   }
 };
 
@@ -573,31 +588,40 @@ bool EncoderDecoderModel::use_graphs() const {
          !Profiler::instance().enabled();
 }
 
-int64_t EncoderDecoderModel::prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,
-                                          bool graph) const {
+int64_t EncoderDecoderModel::size_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph,
+                                       int steps) const {
   const int64_t slots = state.slots();
   SEQTRANS_CHECK(static_cast<int64_t>(input_ids.size()) == slots, "step: {} ids for {} slots", input_ids.size(),
                  slots);
   SEQTRANS_CHECK(slots > 0, "step: no slots left");
-  const int32_t furthest = *std::max_element(state.positions.begin(), state.positions.end());
+  const int32_t furthest = *std::max_element(state.positions.begin(), state.positions.end()) + steps - 1;
   SEQTRANS_CHECK(furthest < config_.max_positions, "output reached the model's {} positions", config_.max_positions);
 
   const int64_t rows = graph ? row_bucket(slots) : slots;
   grow_decoder_pool(state, rows, doubled_to(std::max(state.capacity, kInitialCacheCapacity), furthest + 1,
                                             config_.max_positions));
   if (state.cache_blocks == 0) grow_block_pool(state, row_bucket(slots) * 2);
-  state.blocks.resize(static_cast<size_t>(slots));
-  for (int64_t slot = 0; slot < slots; ++slot) state.blocks[slot] = block_to_write(state, slot);
-  upload_step_inputs(state, input_ids);
   return rows;
 }
 
-void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const std::vector<int32_t>& input_ids) const {
+int64_t EncoderDecoderModel::prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,
+                                          bool graph) const {
+  const int64_t rows = size_step(state, input_ids, graph, 1);
+  std::vector<int32_t> inputs(static_cast<size_t>(kStepInputs * state.rows));
+  fill_step_inputs(state, input_ids, inputs.data());
+  state.step_inputs.copy_from(Tensor::from_ints(state.step_inputs.shape(), inputs));
+  return rows;
+}
+
+void EncoderDecoderModel::fill_step_inputs(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,
+                                           int32_t* inputs) const {
   const int64_t slots = state.slots();
+  state.blocks.resize(static_cast<size_t>(slots));
+  for (int64_t slot = 0; slot < slots; ++slot) state.blocks[slot] = block_to_write(state, slot);
   // Padding rows (graphs only) decode a start token at position 0 with no keys and no memory, and write
   // no cache row: they read and write nothing that a slot uses.
-  std::vector<int32_t> inputs(static_cast<size_t>(kStepInputs * state.rows), 0);
-  const auto row = [&](StepInput which) { return inputs.begin() + which * state.rows; };
+  std::fill(inputs, inputs + kStepInputs * state.rows, 0);
+  const auto row = [&](StepInput which) { return inputs + which * state.rows; };
   std::copy(input_ids.begin(), input_ids.end(), row(kIds));
   std::fill(row(kIds) + slots, row(kIds) + state.rows, config_.decoder_start_id);
   std::copy(state.positions.begin(), state.positions.end(), row(kPositions));
@@ -610,7 +634,6 @@ void EncoderDecoderModel::upload_step_inputs(EncoderDecoderState& state, const s
   std::copy(state.reorder.begin(), state.reorder.end(), row(kReorder));
   std::fill(row(kCacheRows), row(kCacheRows) + state.rows, -1);
   std::copy(state.blocks.begin(), state.blocks.end(), row(kCacheRows));
-  state.step_inputs.copy_from(Tensor::from_ints(state.step_inputs.shape(), inputs));
   state.history_lengths.assign(row(kKeyLengths), row(kKeyLengths) + state.rows);
 }
 
@@ -795,6 +818,99 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
   candidates.k = request.k;
   fused_step(state, input_ids, OutputRequest{request.k, &request.suppressed_ids, &request.repetitions, nullptr},
              candidates.log_probs, candidates.ids);
+}
+
+void EncoderDecoderModel::run_steps(EncoderDecoderState& state, int64_t rows, const std::vector<int>& lists,
+                                    const Tensor& inputs, Tensor& results) const {
+  const int64_t width = inputs.dim(1);
+  Tensor step_inputs = state.step_inputs.reshape({width});
+  StepOutputs last;  // the step before: its ids feed the next one
+  for (size_t j = 0; j < lists.size(); ++j) {
+    const int64_t step = static_cast<int64_t>(j);
+    state.suppressed = lists[j];
+    ops::copy_with_fed_ids(inputs.slice_rows(step, step + 1).reshape({width}), state.rows, j > 0 ? &last.ids : nullptr,
+                           step_inputs);
+    last = StepOutputs(rows, 1, options_.device);
+    output_layer(state, decode(state, rows), 1, nullptr, last.values, last.ids);
+    Tensor step_results = results.slice_rows(step, step + 1).reshape({2 * rows});
+    ops::copy_with_fed_ids(last.both.reshape({2 * rows}), 0, nullptr, step_results);
+  }
+}
+
+StepRunGraph* EncoderDecoderModel::run_graph(EncoderDecoderState& state, int64_t rows,
+                                             const std::vector<int>& lists) const {
+  const EncoderDecoderState::RunKey key{rows, lists};
+  if (const auto recorded = state.run_graphs.find(key); recorded != state.run_graphs.end()) return recorded->second.get();
+  // As for single steps: a run's first time goes op by op, its second records.
+  if (state.launched_runs.insert(key).second) return nullptr;
+  auto created = std::make_unique<StepRunGraph>(options_.device);
+  StepRunGraph* run = created.get();
+  const int64_t steps = static_cast<int64_t>(lists.size());
+  run->inputs = Tensor({steps, kStepInputs * state.rows}, DataType::I32, options_.device);
+  run->results = Tensor({steps, 2 * rows}, DataType::I32, options_.device);
+  run->graph.capture([&] { run_steps(state, rows, lists, run->inputs, run->results); });
+  state.run_graphs.emplace(key, std::move(created));
+  ++step_counts_.captured;
+  return run;
+}
+
+int EncoderDecoderModel::steps_per_read() const { return options_.fused_output ? std::max(options_.steps_per_read, 1) : 1; }
+
+void EncoderDecoderModel::step_candidates_run(DecoderState& base_state, const std::vector<int32_t>& input_ids,
+                                              const std::vector<CandidateRequest>& requests,
+                                              std::vector<StepCandidates>& candidates) {
+  const int steps = static_cast<int>(requests.size());
+  if (!options_.fused_output || steps <= 1) {
+    StepModel::step_candidates_run(base_state, input_ids, requests, candidates);
+    return;
+  }
+  auto& state = static_cast<EncoderDecoderState&>(base_state);
+  std::vector<int> lists;
+  for (const CandidateRequest& request : requests) {
+    SEQTRANS_CHECK(request.k == 1 && !request.repetitions.on(),
+                   "steps run at once: each asks for the best candidate only, without repetition controls");
+    update_suppressed(state, request.suppressed_ids);
+    lists.push_back(state.suppressed);
+  }
+  const bool graph = use_graphs();
+  const int64_t slots = state.slots();
+  const int64_t rows = size_step(state, input_ids, graph, steps);
+  // Every step's inputs are made on the host and uploaded before any step runs: a copy from the host
+  // between two steps would wait for the steps queued before it. Step j > 0 feeds slot s the token step
+  // j - 1 chose for it (-(s + 1), resolved on the device).
+  const int64_t width = kStepInputs * state.rows;
+  std::vector<int32_t> table(static_cast<size_t>(steps * width));
+  std::vector<int32_t> ids = input_ids;
+  for (int j = 0; j < steps; ++j) {
+    fill_step_inputs(state, ids, table.data() + j * width);
+    finish_step(state);
+    for (int64_t s = 0; s < slots; ++s) ids[static_cast<size_t>(s)] = -static_cast<int32_t>(s + 1);
+  }
+  const Tensor host_table = Tensor::from_ints({steps, width}, table);
+  std::vector<int32_t> all;
+  if (StepRunGraph* run = graph ? run_graph(state, rows, lists) : nullptr) {
+    run->inputs.copy_from(host_table);
+    run->graph.replay();
+    all = run->results.to_int_vector();  // one copy for every step
+    step_counts_.replayed += steps;
+  } else {
+    const Tensor inputs = host_table.to(options_.device);
+    Tensor results({steps, 2 * rows}, DataType::I32, options_.device);
+    run_steps(state, rows, lists, inputs, results);
+    all = results.to_int_vector();
+    step_counts_.launched += steps;
+  }
+  step_counts_.at_once += steps;
+  candidates.resize(static_cast<size_t>(steps));
+  for (int j = 0; j < steps; ++j) {
+    StepCandidates& step = candidates[static_cast<size_t>(j)];
+    const int32_t* first = all.data() + j * 2 * rows;
+    step.slots = slots;
+    step.k = 1;
+    step.log_probs.resize(static_cast<size_t>(slots));
+    std::memcpy(step.log_probs.data(), first, static_cast<size_t>(slots) * sizeof(float));
+    step.ids.assign(first + rows, first + rows + slots);
+  }
 }
 
 void EncoderDecoderModel::upload_sampling_rows(EncoderDecoderState& state,

@@ -19,6 +19,10 @@ namespace seqtrans {
 inline constexpr int64_t kPersistentDecodeRowsF16 = 16, kPersistentDecodeRowsF32 = 2;
 // ModelOptions::persistent_decode_rows: the crossover of the model's dtype.
 inline constexpr int64_t kPersistentDecodeAuto = -1;
+// Greedy steps run at once where ModelOptions::steps_per_read asks for it: the host's round trip (50-60 us a
+// batch-1 step on an H100) is paid once for them, and a sentence that ends inside wastes at most this many
+// less one. H100: 1.02-1.06x at batch 1 (synthetic), 1.07-1.08x translating newstest one sentence at a time.
+inline constexpr int kGreedyStepsPerRead = 4;
 int64_t default_persistent_decode_rows(DataType dtype);
 
 struct ModelOptions {
@@ -37,19 +41,26 @@ struct ModelOptions {
   // fits; ops::persistent_decoder_step) instead of ~12 launches a layer. 0: never (--no-persistent-decode);
   // at most ops::kPersistentDecoderMaxRows; kPersistentDecodeAuto: default_persistent_decode_rows(dtype).
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
+  // Greedy steps the session runs at once when nothing else needs the host in between, each fed the last
+  // one's choices on the device, read back together (StepModel::steps_per_read); 1 reads every step. Off
+  // by default until the whole GPU suite has run with it on (`bench --steps-at-once` turns it on).
+  int steps_per_read = 1;
 };
 
-// How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed.
+// How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed (a graph
+// of greedy steps run at once counts once when recorded, and each of its steps when replayed).
 struct StepCounts {
   int64_t launched = 0;
   int64_t captured = 0;
   int64_t replayed = 0;
   int64_t memory_compactions = 0;  // times the encoder memory pool moved the runs in flight to its front
   int64_t persistent = 0;  // steps launched or recorded through the persistent decoder kernel
+  int64_t at_once = 0;     // steps run in groups, fed on the device (step_candidates_run)
 };
 
 class EncoderDecoderState;
 struct StepOutputs;
+struct StepRunGraph;
 
 
 class EncoderDecoderModel : public StepModel {
@@ -75,6 +86,10 @@ class EncoderDecoderModel : public StepModel {
                        StepCandidates& candidates) override;
   void step_samples(DecoderState& state, const std::vector<int32_t>& input_ids, const SampleRequest& request,
                     StepSamples& samples) override;
+  void step_candidates_run(DecoderState& state, const std::vector<int32_t>& input_ids,
+                           const std::vector<CandidateRequest>& requests,
+                           std::vector<StepCandidates>& candidates) override;
+  int steps_per_read() const override;
   void select(DecoderState& state, const std::vector<int32_t>& sources) override;
 
   const StepCounts& step_counts() const { return step_counts_; }
@@ -92,6 +107,11 @@ class EncoderDecoderModel : public StepModel {
   // Checks the step's ids, sizes the state's buffers and uploads the step's inputs; returns the rows the
   // step computes: the slots, padded up to a bucket when the step runs as a graph.
   int64_t prepare_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph) const;
+  // prepare_step's checks and sizing, for `steps` steps from the slots' positions; returns the rows.
+  int64_t size_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, bool graph, int steps) const;
+  // The step's per-row inputs ([kStepInputs, state rows] int32, padding rows included) into `inputs` on the
+  // host, taking each slot's cache block for its position.
+  void fill_step_inputs(EncoderDecoderState& state, const std::vector<int32_t>& input_ids, int32_t* inputs) const;
   // The history table and step inputs for at least `rows` slots and `capacity` positions, keeping what was
   // written; drops the graphs recorded against the old ones when they move.
   // Encodes `sources` a pass of at most kEncoderPassTokens at a time, and writes each pass's keys and values
@@ -116,8 +136,6 @@ class EncoderDecoderModel : public StepModel {
   void grow_sentence_rows(EncoderDecoderState& state, int64_t count) const;
   // The suppressed-id list on the device, copied again only when it changes (it rarely does).
   void update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const;
-  // The step's per-row inputs ([kStepInputs, rows] int32) in one host-to-device copy, padding rows included.
-  void upload_step_inputs(EncoderDecoderState& state, const std::vector<int32_t>& input_ids) const;
   // The decoder layers for one step over `rows` rows: device work only, so a graph can record it.
   // Returns the top layer's output [rows, d].
   Tensor decode(EncoderDecoderState& state, int64_t rows) const;
@@ -134,6 +152,14 @@ class EncoderDecoderModel : public StepModel {
   // its values and ids land side by side in `outputs`.
   void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, const RepetitionRequest& repetitions,
                 StepOutputs& outputs) const;
+  // Greedy steps run at once over `rows` rows (sized and their inputs made): step j takes row j of
+  // `inputs` ([steps, kStepInputs * state rows], its ids fed from step j - 1's choices) and the suppressed
+  // list lists[j], and writes its values and ids into row j of `results` ([steps, 2 * rows]). Device work
+  // only, so a graph can record it.
+  void run_steps(EncoderDecoderState& state, int64_t rows, const std::vector<int>& lists, const Tensor& inputs,
+                 Tensor& results) const;
+  // The recorded graph of such a run, recording it on its shape's second use; null on its first (run op by op).
+  StepRunGraph* run_graph(EncoderDecoderState& state, int64_t rows, const std::vector<int>& lists) const;
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
   void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, StepOutputs& outputs) const;

@@ -116,6 +116,12 @@ void scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst);
 // out[i] = x[indices[i]] along the first axis. x: [n, ...]; indices: [m] int32 -> [m, ...].
 Tensor gather_rows(const Tensor& x, const Tensor& indices);
 
+// destination = source (both [n] int32, by a kernel on a GPU: no copy engine), except that each of the
+// first `fed` entries holding -(r + 1) takes chosen[r, 0] instead: a decoder input fed the token the step
+// before chose for row r, without the host reading it (chosen [rows] or [rows, k] int32; may be null when
+// nothing is fed).
+void copy_with_fed_ids(const Tensor& source, int64_t fed, const Tensor* chosen, Tensor& destination);
+
 // The fused output layer: per row of logits [rows, V], z = logits + bias, log-probs z - logsumexp(z),
 // suppressed ids set to -inf after normalization (Hugging Face's order), and the k best log-probs with
 // their ids, best first, ties to the lower id -- without writing the normalized row anywhere.

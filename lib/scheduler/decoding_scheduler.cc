@@ -137,8 +137,12 @@ void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
   if (session_.active_sentences() == 0) return;
   const int64_t slots = session_.active_slots();
   const size_t before = finished.size();
+  size_t steps = 0;
   try {
-    session_.step(finished);
+    // Several steps at once only while no sentence can join before the next read: none waits, or batches
+    // join only once the running one is done (shrinking batches).
+    const bool run_ahead = waiting_.empty() || options_.batching == Batching::Shrinking;
+    steps = session_.step(finished, run_ahead);
   } catch (const OutOfMemoryError& error) {
     const size_t in_flight = session_.active_sentences();
     lower_budget(in_flight, error);
@@ -148,8 +152,8 @@ void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
     requeue(std::move(evicted));
     return;
   }
-  stats_.slot_steps += static_cast<size_t>(slots);
-  ++stats_.steps;
+  stats_.slot_steps += static_cast<size_t>(slots) * steps;
+  stats_.steps += steps;
   for (size_t i = before; i < finished.size(); ++i) forget_in_flight(finished[i].id);
 }
 

@@ -250,7 +250,7 @@ class BeamSentence : public SentenceSearch {
   }
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
-  bool eos_banned() const override { return sentence_.generated < min_length_; }
+  bool eos_banned(int steps_ahead) const override { return sentence_.generated + steps_ahead < min_length_; }
   bool done() const override { return sentence_.done; }
 
   void add_histories(std::vector<std::vector<int32_t>>& histories) const override {
@@ -268,7 +268,7 @@ class BeamSentence : public SentenceSearch {
     const StepCandidates& candidates = *outputs.candidates;
     // HF's forced EOS leaves EOS (log-prob 0) as the only continuation at the last allowed step.
     const bool forced = force_eos_at_max_length_ && sentence_.generated == sentence_.max_generated - 1;
-    const bool banned = eos_banned();
+    const bool banned = eos_banned(0);
     const float zero = 0.0f;
     TopCandidates& top = top_;
     top.clear();

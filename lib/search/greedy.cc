@@ -61,7 +61,7 @@ PathChoice GreedySentence::choose(const SlotOutputs& outputs, const RowPosition&
   // Candidates are best first; a sentence that bans EOS takes the best other one.
   for (int i = 0; i < candidates.k; ++i) {
     const int32_t token = candidates.ids[row + i];
-    if (token == eos_id() && eos_banned()) continue;
+    if (token == eos_id() && eos_banned(0)) continue;
     return {token, candidates.log_probs[row + i]};
   }
   return {};

@@ -30,7 +30,7 @@ class OnePathSentence : public SentenceSearch {
   OnePathSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits);
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
-  bool eos_banned() const override { return position_.generated < min_length_; }
+  bool eos_banned(int steps_ahead) const override { return position_.generated + steps_ahead < min_length_; }
   void add_histories(std::vector<std::vector<int32_t>>& histories) const override;
   void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override;
   bool done() const override { return done_; }
@@ -40,6 +40,9 @@ class OnePathSentence : public SentenceSearch {
   // The next token of the path, whose slot's row is outputs.first_slot.
   virtual PathChoice choose(const SlotOutputs& outputs, const RowPosition& position) = 0;
   int32_t eos_id() const { return eos_id_; }
+  // Whether the prefix still forces tokens (it forces the next ones while any remain).
+  bool prefix_left() const { return static_cast<size_t>(position_.generated) < prefix_.size(); }
+  int steps_to_limit() const { return position_.max_generated - position_.generated; }
 
  private:
   int32_t eos_id_;
@@ -58,6 +61,10 @@ class OnePathSentence : public SentenceSearch {
 class GreedySentence : public OnePathSentence {
  public:
   GreedySentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits);
+  // The arg-max is the device's best candidate when the request has k = 1 (EOS, while banned, is suppressed
+  // there); a forced EOS at the maximum length ends the sentence, so nothing is fed after it.
+  bool takes_device_choice() const override { return !done() && !prefix_left(); }
+  int steps_left() const override { return steps_to_limit(); }
 
  protected:
   PathChoice choose(const SlotOutputs& outputs, const RowPosition& position) override;

@@ -165,7 +165,7 @@ class GroupBeamSentence : public SentenceSearch {
   }
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
-  bool eos_banned() const override { return generated_ < min_length_; }
+  bool eos_banned(int steps_ahead) const override { return generated_ + steps_ahead < min_length_; }
   bool done() const override { return done_; }
 
   void add_histories(std::vector<std::vector<int32_t>>& histories) const override {
@@ -237,7 +237,7 @@ class GroupBeamSentence : public SentenceSearch {
     ranked_.clear();
     const StepCandidates& candidates = *outputs.candidates;
     const bool forced = force_eos_at_max_length_ && generated_ == max_generated_ - 1;
-    const bool banned = eos_banned();
+    const bool banned = eos_banned(0);
     for (size_t b = 0; b < group.running.size(); ++b) {
       const GroupBeam& beam = group.running[b];
       const int32_t beam_index = static_cast<int32_t>(b);

@@ -36,7 +36,7 @@ void SamplingSentence::add_draws(const ops::SamplingRow& base, std::vector<ops::
     row.line_high = static_cast<uint32_t>(line_ >> 32);
     row.step = static_cast<uint32_t>(generated_);
     row.sample = static_cast<uint32_t>(sample);
-    row.banned_id = eos_banned() ? eos_id_ : -1;
+    row.banned_id = eos_banned(0) ? eos_id_ : -1;
     rows.push_back(row);
   }
 }

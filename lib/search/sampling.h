@@ -21,7 +21,7 @@ class SamplingSentence : public SentenceSearch {
   SamplingSentence(const StepModel& model, const SearchOptions& options, const SentenceLimits& limits, uint64_t line);
 
   const std::vector<int32_t>& inputs() const override { return inputs_; }
-  bool eos_banned() const override { return generated_ < min_length_; }
+  bool eos_banned(int steps_ahead) const override { return generated_ + steps_ahead < min_length_; }
   void add_histories(std::vector<std::vector<int32_t>>& histories) const override;
   void add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const override;
   void advance(const SlotOutputs& outputs, std::vector<int32_t>& continuing) override;

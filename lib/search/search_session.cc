@@ -69,7 +69,7 @@ SlotOutputs SearchSession::run_step(StepCandidates& candidates, StepSamples& sam
   for (const Active& active : active_) {
     const std::vector<int32_t>& inputs = active.search ? active.search->inputs() : active.parked_inputs;
     input_ids.insert(input_ids.end(), inputs.begin(), inputs.end());
-    banned.insert(banned.end(), inputs.size(), active.search && active.search->eos_banned());
+    banned.insert(banned.end(), inputs.size(), active.search && active.search->eos_banned(0));
     if (repetitions.on()) {
       if (active.search)
         active.search->add_histories(repetitions.histories);
@@ -97,8 +97,72 @@ SlotOutputs SearchSession::run_step(StepCandidates& candidates, StepSamples& sam
   return outputs;
 }
 
-void SearchSession::step(std::vector<FinishedSentence>& finished) {
+int SearchSession::steps_at_once(bool run_ahead) const {
+  if (!run_ahead || plan_.samples || plan_.k != 1 || repetitions_.on() || !options_.shrink_batch) return 1;
+  int steps = model_.steps_per_read();
+  for (const Active& active : active_) {
+    if (steps <= 1) break;
+    if (!active.search || !active.search->takes_device_choice()) return 1;
+    steps = std::min(steps, active.search->steps_left());
+  }
+  return std::max(steps, 1);
+}
+
+bool SearchSession::step_at_once(int steps, std::vector<FinishedSentence>& finished) {
+  std::vector<int32_t> input_ids;
+  for (const Active& active : active_) input_ids.insert(input_ids.end(), active.search->inputs().begin(),
+                                                        active.search->inputs().end());
+  std::vector<CandidateRequest> requests;
+  for (int j = 0; j < steps; ++j) {
+    std::vector<char> banned;
+    for (const Active& active : active_) banned.push_back(active.search->eos_banned(j));
+    requests.push_back(candidate_request(model_, plan_, banned));
+    if (requests.back().k != 1) return false;
+  }
+  const Clock::time_point start = Clock::now();
+  std::vector<StepCandidates> candidates;
+  model_.step_candidates_run(*state_, input_ids, requests, candidates);
+  const Clock::time_point stepped = Clock::now();
+  times_.model_step += seconds_between(start, stepped);
+
+  // Each step is read in turn by the sentences still running; slots do not move until the last.
+  std::vector<char> ended(active_.size(), 0);
+  for (int j = 0; j < steps; ++j) {
+    for (size_t i = 0; i < active_.size(); ++i) {
+      if (ended[i]) continue;
+      Active& active = active_[i];
+      SlotOutputs outputs;
+      outputs.candidates = &candidates[static_cast<size_t>(j)];
+      outputs.first_slot = active.first_slot;
+      active.search->advance(outputs, continuing_);
+      if (!active.search->done()) {
+        SEQTRANS_CHECK(continuing_.size() == 1 && continuing_[0] == 0, "steps at once: a sentence moved its slot");
+        continue;
+      }
+      finished.push_back(FinishedSentence{active.id, active.search->take_result()});
+      --running_;
+      ended[i] = 1;
+    }
+  }
+  std::vector<int32_t>& sources = sources_;
+  sources.clear();
+  size_t kept = 0;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    if (ended[i]) continue;
+    sources.push_back(active_[i].first_slot);
+    active_[i].first_slot = static_cast<int32_t>(kept);
+    keep(active_[i], kept);
+  }
+  active_.resize(kept);
+  if (!is_identity_selection(sources, state_->slots())) model_.select(*state_, sources);
+  times_.search += seconds_between(stepped, Clock::now());
+  return true;
+}
+
+size_t SearchSession::step(std::vector<FinishedSentence>& finished, bool run_ahead) {
   SEQTRANS_CHECK(running_ > 0, "search session: no sentence to step");
+  const int steps = steps_at_once(run_ahead);
+  if (steps > 1 && step_at_once(steps, finished)) return static_cast<size_t>(steps);
   StepCandidates candidates;
   StepSamples samples;
   const Clock::time_point start = Clock::now();
@@ -145,6 +209,7 @@ void SearchSession::step(std::vector<FinishedSentence>& finished) {
   }
   if (!is_identity_selection(sources, state_->slots())) model_.select(*state_, sources);
   times_.search += seconds_between(stepped, Clock::now());
+  return 1;
 }
 
 void SearchSession::keep(Active& active, size_t& kept) {

@@ -58,8 +58,11 @@ class SearchSession {
   // Encodes `sentences` and adds them to the running decode; they take part from the next step on.
   void add(const std::vector<SessionSentence>& sentences);
   // One decoder step over every active sentence; sentences that finish are appended to `finished`. If the
-  // model throws (out of memory), no sentence has advanced and the step can be retried.
-  void step(std::vector<FinishedSentence>& finished);
+  // model throws (out of memory), no sentence has advanced and the step can be retried. Returns the steps
+  // run: with `run_ahead`, greedy sentences take several at once where the model offers it
+  // (StepModel::steps_per_read), each fed the last one's choice on the device, read back together; a
+  // sentence that ends inside them leaves after the last (its rows after its end are wasted).
+  size_t step(std::vector<FinishedSentence>& finished, bool run_ahead = true);
   // Takes up to `count` of the most recently added sentences still searching out of the decode, freeing
   // their rows, and returns them as they were handed in: added again, they search from the start and get
   // the same result (sampling streams are keyed by sentence). Recovery from running out of memory.
@@ -85,6 +88,11 @@ class SearchSession {
   };
   // Runs the model over the current slots and returns what each sentence reads.
   SlotOutputs run_step(StepCandidates& candidates, StepSamples& samples);
+  // How many greedy steps to run at once now: 1 unless every sentence takes the device's choice.
+  int steps_at_once(bool run_ahead) const;
+  // Runs `steps` greedy steps at once and reads them; returns false (nothing run) where a step's request would
+  // need more than the best candidate (EOS banned for only some sentences).
+  bool step_at_once(int steps, std::vector<FinishedSentence>& finished);
   // Moves `active` (an entry of active_ at or after index `kept`) to index `kept`, and counts it.
   void keep(Active& active, size_t& kept);
 

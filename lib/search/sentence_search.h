@@ -28,14 +28,22 @@ class SentenceSearch {
 
   // What the next step feeds each of the sentence's slots, in slot order (one slot to start with).
   virtual const std::vector<int32_t>& inputs() const = 0;
-  // True while the next step must not choose EOS for this sentence (min_length not reached yet).
-  virtual bool eos_banned() const = 0;
+  // True while the step `steps_ahead` after the next one must not choose EOS for this sentence (min_length
+  // not reached by then).
+  virtual bool eos_banned(int steps_ahead) const = 0;
   // Appends each slot's decoder inputs so far (the start id, the generated ids, the id the next step feeds),
   // in slot order: the history the repetition controls read.
   virtual void add_histories(std::vector<std::vector<int32_t>>& histories) const = 0;
   // Sampling: appends the settings of each slot's next draw (`base` with the slot's stream, step, sample
   // index and banned EOS), in slot order. Other searches draw nothing.
   virtual void add_draws(const ops::SamplingRow& base, std::vector<ops::SamplingRow>& rows) const;
+  // Steps run on the device (SearchSession): true when, at every coming step until it ends, the sentence
+  // takes for its slot the token the device chooses there (the best candidate of a k = 1 request), so that
+  // several steps can run before the host reads them, each fed the last one's choice on the device. False
+  // where the host decides otherwise (a target prefix's forced tokens, beam search, sampling).
+  virtual bool takes_device_choice() const { return false; }
+  // The most steps the sentence may still take (its length limit), where takes_device_choice().
+  virtual int steps_left() const { return 1; }
   // Reads this step's rows of the sentence's slots and moves on. `continuing` gets, for each slot of the
   // next step, the index (among the sentence's current slots) of the slot whose state it continues; it is
   // left empty once the sentence is done.

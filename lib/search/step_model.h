@@ -121,6 +121,18 @@ class StepModel {
   virtual void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids,
                                const CandidateRequest& request, StepCandidates& candidates);
 
+  // Several greedy steps before the host reads any (requests.size() of them, each k = 1 and without
+  // repetition controls): the first feeds `input_ids`, each later one feeds every slot the best candidate
+  // the step before chose for it, and no slot is reordered in between. candidates[j] gets step j's. The
+  // default steps one at a time, feeding on the host; a model on a GPU feeds on the device and copies all
+  // the steps' candidates back at once, so the host's round trip is paid once for them.
+  virtual void step_candidates_run(DecoderState& state, const std::vector<int32_t>& input_ids,
+                                   const std::vector<CandidateRequest>& requests,
+                                   std::vector<StepCandidates>& candidates);
+  // How many greedy steps the session should run at once (step_candidates_run) when nothing else needs the
+  // host in between: 1 where running them at once saves nothing.
+  virtual int steps_per_read() const { return 1; }
+
   // Feeds one token per slot and draws each slot's next token. The default samples the logits of step() on
   // the host; models override it to sample on the device, so that only [slots] values cross to the host.
   virtual void step_samples(DecoderState& state, const std::vector<int32_t>& input_ids, const SampleRequest& request,

@@ -36,6 +36,10 @@ class FakeStepModel : public StepModel {
         suppressed_(std::move(suppressed)),
         logits_(std::move(logits)) {}
 
+  // Greedy steps the session runs at once (StepModel::steps_per_read; the default runs them one by one).
+  int steps_at_once = 1;
+  int steps_per_read() const override { return steps_at_once; }
+
   int64_t target_vocab_size() const override { return vocab_; }
   int32_t eos_id() const override { return eos_id_; }
   int32_t decoder_start_id() const override { return start_id_; }
