@@ -47,14 +47,6 @@ struct StepGraph {
   StepOutputs outputs;
 };
 
-// Greedy steps run at once (step_candidates_run), recorded as one graph: one launch for all of them, since
-// a launch into a stream still busy with the step before cost the host about as much as a step's GPU time.
-struct StepRunGraph {
-  explicit StepRunGraph(Device device) : graph(device) {}
-  ops::DeviceGraph graph;
-  Tensor inputs;   // [steps, kStepInputs * state rows] int32, uploaded before each replay
-  Tensor results;  // [steps, 2 * rows] int32: each step's values, then its ids
-};
 
 // Decoder state of a run: one slot per active hypothesis, each at its own position. Sentences join
 // (admit) and leave (select) between steps. Keys and values stay where they were written, in pools:
@@ -120,16 +112,10 @@ class EncoderDecoderState : public DecoderState {
   using GraphKey = std::tuple<int64_t, int, int>;
   std::map<GraphKey, std::unique_ptr<StepGraph>> graphs;
   std::set<GraphKey> launched;
-  // Steps run at once, likewise: (rows, each step's suppressed list) -> recorded run.
-  using RunKey = std::pair<int64_t, std::vector<int>>;
-  std::map<RunKey, std::unique_ptr<StepRunGraph>> run_graphs;
-  std::set<RunKey> launched_runs;
 
   void drop_graphs() {
     graphs.clear();
     launched.clear();
-    run_graphs.clear();
-    launched_runs.clear();
   }
 };
 
@@ -820,40 +806,6 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
              candidates.log_probs, candidates.ids);
 }
 
-void EncoderDecoderModel::run_steps(EncoderDecoderState& state, int64_t rows, const std::vector<int>& lists,
-                                    const Tensor& inputs, Tensor& results) const {
-  const int64_t width = inputs.dim(1);
-  Tensor step_inputs = state.step_inputs.reshape({width});
-  StepOutputs last;  // the step before: its ids feed the next one
-  for (size_t j = 0; j < lists.size(); ++j) {
-    const int64_t step = static_cast<int64_t>(j);
-    state.suppressed = lists[j];
-    ops::copy_with_fed_ids(inputs.slice_rows(step, step + 1).reshape({width}), state.rows, j > 0 ? &last.ids : nullptr,
-                           step_inputs);
-    last = StepOutputs(rows, 1, options_.device);
-    output_layer(state, decode(state, rows), 1, nullptr, last.values, last.ids);
-    Tensor step_results = results.slice_rows(step, step + 1).reshape({2 * rows});
-    ops::copy_with_fed_ids(last.both.reshape({2 * rows}), 0, nullptr, step_results);
-  }
-}
-
-StepRunGraph* EncoderDecoderModel::run_graph(EncoderDecoderState& state, int64_t rows,
-                                             const std::vector<int>& lists) const {
-  const EncoderDecoderState::RunKey key{rows, lists};
-  if (const auto recorded = state.run_graphs.find(key); recorded != state.run_graphs.end()) return recorded->second.get();
-  // As for single steps: a run's first time goes op by op, its second records.
-  if (state.launched_runs.insert(key).second) return nullptr;
-  auto created = std::make_unique<StepRunGraph>(options_.device);
-  StepRunGraph* run = created.get();
-  const int64_t steps = static_cast<int64_t>(lists.size());
-  run->inputs = Tensor({steps, kStepInputs * state.rows}, DataType::I32, options_.device);
-  run->results = Tensor({steps, 2 * rows}, DataType::I32, options_.device);
-  run->graph.capture([&] { run_steps(state, rows, lists, run->inputs, run->results); });
-  state.run_graphs.emplace(key, std::move(created));
-  ++step_counts_.captured;
-  return run;
-}
-
 int EncoderDecoderModel::steps_per_read() const { return options_.fused_output ? std::max(options_.steps_per_read, 1) : 1; }
 
 void EncoderDecoderModel::step_candidates_run(DecoderState& base_state, const std::vector<int32_t>& input_ids,
@@ -886,21 +838,21 @@ void EncoderDecoderModel::step_candidates_run(DecoderState& base_state, const st
     finish_step(state);
     for (int64_t s = 0; s < slots; ++s) ids[static_cast<size_t>(s)] = -static_cast<int32_t>(s + 1);
   }
-  const Tensor host_table = Tensor::from_ints({steps, width}, table);
-  std::vector<int32_t> all;
-  if (StepRunGraph* run = graph ? run_graph(state, rows, lists) : nullptr) {
-    run->inputs.copy_from(host_table);
-    run->graph.replay();
-    all = run->results.to_int_vector();  // one copy for every step
-    step_counts_.replayed += steps;
-  } else {
-    const Tensor inputs = host_table.to(options_.device);
-    Tensor results({steps, 2 * rows}, DataType::I32, options_.device);
-    run_steps(state, rows, lists, inputs, results);
-    all = results.to_int_vector();
-    step_counts_.launched += steps;
+  const Tensor inputs = Tensor::from_ints({steps, width}, table).to(options_.device);
+  Tensor step_inputs = state.step_inputs.reshape({width});
+  Tensor results({steps, 2 * rows}, DataType::I32, options_.device);  // each step's values, then its ids
+  StepOutputs last;  // the step before: its ids feed the next one
+  const RepetitionRequest no_repetitions;
+  for (int j = 0; j < steps; ++j) {
+    state.suppressed = lists[static_cast<size_t>(j)];
+    ops::copy_with_fed_ids(inputs.slice_rows(j, j + 1).reshape({width}), state.rows, j > 0 ? &last.ids : nullptr,
+                           step_inputs);
+    run_step(state, rows, 1, graph, no_repetitions, last);  // replays the step's graph: the ids feed it
+    Tensor step_results = results.slice_rows(j, j + 1).reshape({2 * rows});
+    ops::copy_with_fed_ids(last.both.reshape({2 * rows}), 0, nullptr, step_results);
   }
   step_counts_.at_once += steps;
+  const std::vector<int32_t> all = results.to_int_vector();  // one copy for every step
   candidates.resize(static_cast<size_t>(steps));
   for (int j = 0; j < steps; ++j) {
     StepCandidates& step = candidates[static_cast<size_t>(j)];

@@ -21,7 +21,7 @@ inline constexpr int64_t kPersistentDecodeRowsF16 = 16, kPersistentDecodeRowsF32
 inline constexpr int64_t kPersistentDecodeAuto = -1;
 // Greedy steps run at once where ModelOptions::steps_per_read asks for it: the host's round trip (50-60 us a
 // batch-1 step on an H100) is paid once for them, and a sentence that ends inside wastes at most this many
-// less one. H100: 1.02-1.06x at batch 1 (synthetic), 1.07-1.08x translating newstest one sentence at a time.
+// less one. H100: 1.03-1.04x at batch 1 and 16 (synthetic), 1.10x translating newstest one sentence at a time.
 inline constexpr int kGreedyStepsPerRead = 4;
 int64_t default_persistent_decode_rows(DataType dtype);
 
@@ -47,8 +47,7 @@ struct ModelOptions {
   int steps_per_read = 1;
 };
 
-// How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed (a graph
-// of greedy steps run at once counts once when recorded, and each of its steps when replayed).
+// How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed.
 struct StepCounts {
   int64_t launched = 0;
   int64_t captured = 0;
@@ -60,7 +59,6 @@ struct StepCounts {
 
 class EncoderDecoderState;
 struct StepOutputs;
-struct StepRunGraph;
 
 
 class EncoderDecoderModel : public StepModel {
@@ -152,14 +150,6 @@ class EncoderDecoderModel : public StepModel {
   // its values and ids land side by side in `outputs`.
   void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, const RepetitionRequest& repetitions,
                 StepOutputs& outputs) const;
-  // Greedy steps run at once over `rows` rows (sized and their inputs made): step j takes row j of
-  // `inputs` ([steps, kStepInputs * state rows], its ids fed from step j - 1's choices) and the suppressed
-  // list lists[j], and writes its values and ids into row j of `results` ([steps, 2 * rows]). Device work
-  // only, so a graph can record it.
-  void run_steps(EncoderDecoderState& state, int64_t rows, const std::vector<int>& lists, const Tensor& inputs,
-                 Tensor& results) const;
-  // The recorded graph of such a run, recording it on its shape's second use; null on its first (run op by op).
-  StepRunGraph* run_graph(EncoderDecoderState& state, int64_t rows, const std::vector<int>& lists) const;
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
   void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, StepOutputs& outputs) const;
