@@ -833,12 +833,28 @@ void EncoderDecoderModel::step_candidates_run(DecoderState& base_state, const st
   const int64_t width = kStepInputs * state.rows;
   std::vector<int32_t> table(static_cast<size_t>(steps * width));
   std::vector<int32_t> ids = input_ids;
-  for (int j = 0; j < steps; ++j) {
-    fill_step_inputs(state, ids, table.data() + j * width);
-    finish_step(state);
-    for (int64_t s = 0; s < slots; ++s) ids[static_cast<size_t>(s)] = -static_cast<int32_t>(s + 1);
+  // Out of memory below, the slots go back to where they were, as after a failed single step: the caller
+  // may retry with fewer sentences.
+  const std::vector<int32_t> positions = state.positions, reorder = state.reorder;
+  try {
+    for (int j = 0; j < steps; ++j) {
+      fill_step_inputs(state, ids, table.data() + j * width);
+      finish_step(state);
+      for (int64_t s = 0; s < slots; ++s) ids[static_cast<size_t>(s)] = -static_cast<int32_t>(s + 1);
+    }
+    run_steps_at_once(state, rows, graph, lists, Tensor::from_ints({steps, width}, table), candidates);
+  } catch (const OutOfMemoryError&) {
+    state.positions = positions;
+    state.reorder = reorder;
+    throw;
   }
-  const Tensor inputs = Tensor::from_ints({steps, width}, table).to(options_.device);
+}
+
+void EncoderDecoderModel::run_steps_at_once(EncoderDecoderState& state, int64_t rows, bool graph,
+                                            const std::vector<int>& lists, const Tensor& table,
+                                            std::vector<StepCandidates>& candidates) const {
+  const int64_t steps = table.dim(0), width = table.dim(1), slots = state.slots();
+  const Tensor inputs = table.to(options_.device);
   Tensor step_inputs = state.step_inputs.reshape({width});
   Tensor results({steps, 2 * rows}, DataType::I32, options_.device);  // each step's values, then its ids
   StepOutputs last;  // the step before: its ids feed the next one

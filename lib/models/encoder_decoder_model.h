@@ -150,6 +150,10 @@ class EncoderDecoderModel : public StepModel {
   // its values and ids land side by side in `outputs`.
   void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, const RepetitionRequest& repetitions,
                 StepOutputs& outputs) const;
+  // step_candidates_run's device part, its steps' inputs made on the host ([steps, kStepInputs * state rows]):
+  // one upload, the steps fed on the device, one download.
+  void run_steps_at_once(EncoderDecoderState& state, int64_t rows, bool graph, const std::vector<int>& lists,
+                         const Tensor& table, std::vector<StepCandidates>& candidates) const;
   // The step and output layer over `rows` rows as a CUDA graph: replayed if recorded; else launched op by
   // op on the shape's first step and recorded on its second (a shape met once costs no recording).
   void run_step_graph(EncoderDecoderState& state, int64_t rows, int k, StepOutputs& outputs) const;
