@@ -819,8 +819,7 @@ void EncoderDecoderModel::step_candidates_run(DecoderState& base_state, const st
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   std::vector<int> lists;
   for (const CandidateRequest& request : requests) {
-    SEQTRANS_CHECK(request.k == 1 && !request.repetitions.on(),
-                   "steps run at once: each asks for the best candidate only, without repetition controls");
+    check_run_request(request);
     update_suppressed(state, request.suppressed_ids);
     lists.push_back(state.suppressed);
   }

@@ -69,14 +69,18 @@ void StepModel::step_samples(DecoderState& state, const std::vector<int32_t>& in
   samples.log_probs = log_probs.to_float_vector();
 }
 
+void check_run_request(const CandidateRequest& request) {
+  SEQTRANS_CHECK(request.k == 1 && !request.repetitions.on(),
+                 "steps run at once: each asks for the best candidate only, without repetition controls");
+}
+
 void StepModel::step_candidates_run(DecoderState& state, const std::vector<int32_t>& input_ids,
                                     const std::vector<CandidateRequest>& requests,
                                     std::vector<StepCandidates>& candidates) {
   candidates.resize(requests.size());
   std::vector<int32_t> ids = input_ids;
   for (size_t j = 0; j < requests.size(); ++j) {
-    SEQTRANS_CHECK(requests[j].k == 1 && !requests[j].repetitions.on(),
-                   "steps run at once: each asks for the best candidate only, without repetition controls");
+    check_run_request(requests[j]);
     step_candidates(state, ids, requests[j], candidates[j]);
     ids.assign(candidates[j].ids.begin(), candidates[j].ids.end());
   }

@@ -76,6 +76,10 @@ struct StepSamples {
   std::vector<float> log_probs;  // [slots]
 };
 
+// Throws unless `request` is one that step_candidates_run takes: the best candidate only (k = 1), without
+// repetition controls (whose histories need the host's tokens).
+void check_run_request(const CandidateRequest& request);
+
 // Bounds of a run, for StepModel::reserve; 0 leaves a bound to grow on demand.
 struct DecoderReservation {
   int64_t slots = 0;          // hypotheses decoded at once (beam_size per sentence)

@@ -6,8 +6,7 @@
 #include <string>
 
 #include "catch.h"
-#include "fake_step_model.h"
-#include "hash_logits.h"
+#include "hash_model.h"
 #include "models/encoder_decoder_model.h"
 #include "models/tensor_specs.h"
 #include "search/search.h"
@@ -16,33 +15,14 @@ namespace seqtrans {
 namespace testing {
 namespace {
 
-constexpr int64_t kVocab = 12;
-constexpr int32_t kEos = 0;
-constexpr int32_t kPad = 11;  // also the decoder start id; suppressed
+constexpr int32_t kEos = kHashEos;
 
-// EOS gets a bias so that sentences stop after different numbers of steps, some at the maximum length.
-FakeStepModel hash_model() {
-  return FakeStepModel(kVocab, kEos, kPad, {kPad}, [](const std::vector<int32_t>& source, const std::vector<int32_t>& prefix) {
-    return hash_logits(source, prefix, kVocab, 2.0, kEos, 0.8);
-  });
-}
+FakeStepModel hash_model() { return hash_step_model(); }
 
 std::vector<std::vector<int32_t>> hash_sources() {
   std::vector<std::vector<int32_t>> sources;
   for (int32_t i = 0; i < 9; ++i) sources.push_back({1 + i % 7, 2 + (i * 3) % 8, kEos});
   return sources;
-}
-
-void check_same_results(const std::vector<SearchResult>& naive, const std::vector<SearchResult>& shrinking) {
-  REQUIRE(naive.size() == shrinking.size());
-  for (size_t i = 0; i < naive.size(); ++i) {
-    REQUIRE(naive[i].hypotheses.size() == shrinking[i].hypotheses.size());
-    for (size_t h = 0; h < naive[i].hypotheses.size(); ++h) {
-      CHECK(naive[i].hypotheses[h].tokens == shrinking[i].hypotheses[h].tokens);
-      CHECK(naive[i].hypotheses[h].score == shrinking[i].hypotheses[h].score);
-      CHECK(naive[i].hypotheses[h].finished == shrinking[i].hypotheses[h].finished);
-    }
-  }
 }
 
 // The test is only meaningful when sentences stop at different steps.

@@ -6,8 +6,7 @@
 #include <set>
 
 #include "catch.h"
-#include "fake_step_model.h"
-#include "hash_logits.h"
+#include "hash_model.h"
 #include "scheduler/decoding_scheduler.h"
 #include "search/search.h"
 
@@ -15,27 +14,10 @@ namespace seqtrans {
 namespace testing {
 namespace {
 
-constexpr int64_t kVocab = 12;
-constexpr int32_t kEos = 0;
-constexpr int32_t kPad = 11;
+constexpr int32_t kEos = kHashEos;
 
-FakeStepModel hash_model() {
-  return FakeStepModel(kVocab, kEos, kPad, {kPad}, [](const std::vector<int32_t>& source, const std::vector<int32_t>& prefix) {
-    return hash_logits(source, prefix, kVocab, 2.0, kEos, 0.8);
-  });
-}
-
-// Sentences of 2 to 9 ids whose searches end after different numbers of steps.
-std::vector<std::vector<int32_t>> sources(size_t count) {
-  std::vector<std::vector<int32_t>> all;
-  for (size_t i = 0; i < count; ++i) {
-    std::vector<int32_t> source;
-    for (size_t t = 0; t < 1 + i % 8; ++t) source.push_back(1 + static_cast<int32_t>((i * 7 + t * 3) % 9));
-    source.push_back(kEos);
-    all.push_back(source);
-  }
-  return all;
-}
+FakeStepModel hash_model() { return hash_step_model(); }
+std::vector<std::vector<int32_t>> sources(size_t count) { return varied_sources(count); }
 
 // What the scheduler did, observed from outside after every iteration.
 struct Observation {

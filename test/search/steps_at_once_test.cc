@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "catch.h"
-#include "fake_step_model.h"
-#include "hash_logits.h"
+#include "hash_model.h"
 #include "scheduler/decoding_scheduler.h"
 #include "search/search.h"
 
@@ -16,29 +15,15 @@ namespace seqtrans {
 namespace testing {
 namespace {
 
-constexpr int64_t kVocab = 12;
-constexpr int32_t kEos = 0;
-constexpr int32_t kPad = 11;
+constexpr int32_t kEos = kHashEos;
 
 FakeStepModel hash_model(int steps_at_once) {
-  FakeStepModel model(kVocab, kEos, kPad, {kPad}, [](const std::vector<int32_t>& source, const std::vector<int32_t>& prefix) {
-    return hash_logits(source, prefix, kVocab, 2.0, kEos, 0.8);
-  });
+  FakeStepModel model = hash_step_model();
   model.steps_at_once = steps_at_once;
   return model;
 }
 
-// Sentences of 1 to 8 ids, whose searches end after different numbers of steps.
-std::vector<std::vector<int32_t>> sources(size_t count) {
-  std::vector<std::vector<int32_t>> all;
-  for (size_t i = 0; i < count; ++i) {
-    std::vector<int32_t> source;
-    for (size_t t = 0; t < 1 + i % 8; ++t) source.push_back(1 + static_cast<int32_t>((i * 5 + t * 3) % 9));
-    source.push_back(kEos);
-    all.push_back(source);
-  }
-  return all;
-}
+std::vector<std::vector<int32_t>> sources(size_t count) { return varied_sources(count); }
 
 SearchOptions greedy(int min_length = 0) {
   SearchOptions options;
@@ -47,18 +32,6 @@ SearchOptions greedy(int min_length = 0) {
   options.max_length_b = 0.0f;
   options.min_length = min_length;
   return options;
-}
-
-void check_same_results(const std::vector<SearchResult>& actual, const std::vector<SearchResult>& expected) {
-  REQUIRE(actual.size() == expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    CAPTURE(i);
-    REQUIRE(actual[i].hypotheses.size() == 1);
-    REQUIRE(expected[i].hypotheses.size() == 1);
-    CHECK(actual[i].hypotheses[0].tokens == expected[i].hypotheses[0].tokens);
-    CHECK(actual[i].hypotheses[0].score == expected[i].hypotheses[0].score);
-    CHECK(actual[i].hypotheses[0].finished == expected[i].hypotheses[0].finished);
-  }
 }
 
 }  // namespace
