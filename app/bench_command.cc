@@ -27,7 +27,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   engine.packed_encoder = !options.no_packed_encoder;
   engine.persistent_decode = !options.no_persistent_decode;
   engine.persistent_decode_rows = options.persistent_decode_rows;
-  engine.steps_at_once = options.steps_at_once;
+  engine.steps_at_once = !options.no_steps_at_once;
   return engine;
 }
 
@@ -265,9 +265,9 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
   command->add_flag("--no-persistent-decode", options.no_persistent_decode,
                     "Run small decoder steps layer by layer instead of in one persistent kernel")
       ->group(measure_group);
-  command->add_flag("--steps-at-once", options.steps_at_once,
-                    fmt::format("Greedy search runs {} steps at once, each fed the last one's tokens on the device, "
-                                "read back together, while no sentence waits to join (experimental)",
+  command->add_flag("--no-steps-at-once", options.no_steps_at_once,
+                    fmt::format("Greedy search reads every step instead of running {} at once on the GPU, each fed "
+                                "the last one's tokens on the device, while no sentence waits to join",
                                 kGreedyStepsPerRead))
       ->group(measure_group);
   command->add_option("--persistent-decode-rows", options.persistent_decode_rows,

@@ -21,7 +21,7 @@ void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& s
   model.cuda_graphs = settings.cuda_graphs;
   model.packed_encoder = settings.packed_encoder;
   model.persistent_decode_rows = settings.persistent_decode ? settings.persistent_decode_rows : 0;
-  model.steps_per_read = settings.steps_at_once ? kGreedyStepsPerRead : 1;
+  model.steps_per_read = settings.steps_at_once ? kStepsPerReadAuto : 1;
 }
 
 std::string describe(const EngineSettings& settings) {
@@ -30,7 +30,7 @@ std::string describe(const EngineSettings& settings) {
          (settings.fused_output ? "fused" : "host") + " top-k (" + topk_name(settings.topk_algorithm) + ")" +
          (settings.cuda_graphs ? "" : ", no CUDA graphs") + (settings.packed_encoder ? "" : ", padded encoder") +
          (settings.persistent_decode ? "" : ", no persistent decode") +
-         (settings.steps_at_once ? ", greedy steps at once" : "");
+         (settings.steps_at_once ? "" : ", greedy steps read one at a time");
 }
 
 std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload) {
@@ -79,9 +79,8 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   persistent.without_idea.persistent_decode = false;
   list.push_back(persistent);
 
-  // Greedy search only (beam search and sampling read every step): 1.00x elsewhere. Off by default, so the
-  // flag named here turns it on.
-  Ablation at_once{"steps-at-once", "greedy steps at once", base, base};
+  // Greedy search only (beam search and sampling read every step): 1.00x elsewhere.
+  Ablation at_once{"no-steps-at-once", "greedy steps at once", base, base};
   at_once.with_idea.steps_at_once = true;
   at_once.without_idea.steps_at_once = false;
   at_once.with_idea.fused_output = at_once.without_idea.fused_output = true;

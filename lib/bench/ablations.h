@@ -24,8 +24,8 @@ struct EngineSettings {
   // (--persistent-decode-rows).
   bool persistent_decode = true;
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
-  // Greedy steps run kGreedyStepsPerRead at once, fed on the device, read together (on: --steps-at-once).
-  bool steps_at_once = false;
+  // Greedy steps run several at once on CUDA, fed on the device, read together (off: --no-steps-at-once).
+  bool steps_at_once = true;
 
   bool operator==(const EngineSettings& other) const {
     return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&

@@ -806,7 +806,11 @@ void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::v
              candidates.log_probs, candidates.ids);
 }
 
-int EncoderDecoderModel::steps_per_read() const { return options_.fused_output ? std::max(options_.steps_per_read, 1) : 1; }
+int EncoderDecoderModel::steps_per_read() const {
+  if (!options_.fused_output) return 1;
+  if (options_.steps_per_read == kStepsPerReadAuto) return options_.device == Device::CUDA ? kGreedyStepsPerRead : 1;
+  return std::max(options_.steps_per_read, 1);
+}
 
 void EncoderDecoderModel::step_candidates_run(DecoderState& base_state, const std::vector<int32_t>& input_ids,
                                               const std::vector<CandidateRequest>& requests,

@@ -23,6 +23,8 @@ inline constexpr int64_t kPersistentDecodeAuto = -1;
 // batch-1 step on an H100) is paid once for them, and a sentence that ends inside wastes at most this many
 // less one. H100: 1.03-1.04x at batch 1 and 16 (synthetic), 1.10x translating newstest one sentence at a time.
 inline constexpr int kGreedyStepsPerRead = 4;
+// ModelOptions::steps_per_read: kGreedyStepsPerRead on CUDA, 1 on the CPU (no round trip to save there).
+inline constexpr int kStepsPerReadAuto = -1;
 int64_t default_persistent_decode_rows(DataType dtype);
 
 struct ModelOptions {
@@ -42,9 +44,9 @@ struct ModelOptions {
   // at most ops::kPersistentDecoderMaxRows; kPersistentDecodeAuto: default_persistent_decode_rows(dtype).
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
   // Greedy steps the session runs at once when nothing else needs the host in between, each fed the last
-  // one's choices on the device, read back together (StepModel::steps_per_read); 1 reads every step. Off
-  // by default until the whole GPU suite has run with it on (`bench --steps-at-once` turns it on).
-  int steps_per_read = 1;
+  // one's choices on the device, read back together (StepModel::steps_per_read); 1 reads every step
+  // (--no-steps-at-once); kStepsPerReadAuto: the device's default.
+  int steps_per_read = kStepsPerReadAuto;
 };
 
 // How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed.
