@@ -25,7 +25,15 @@ struct SmallGemmArguments {
   int n, k;
   float alpha;
   bool relu;
+  bool stream_b;  // load_weights: b is read evict-first
 };
+
+// A weight larger than half of L2 (the logits' 33 MB at Transformer-base) is read once a step and cannot stay
+// in L2: its loads are evict-first (ld.global.cs), so that it passes through without evicting what the next
+// step reads again (the decoder's weights, 44 MB at Transformer-base, within the H100's 50 MB).
+__device__ __forceinline__ uint4 load_weights(const uint4* from, bool streamed) {
+  return streamed ? __ldcs(from) : __ldg(from);
+}
 
 // c[r, col] = alpha * a[r, :] . b[col, :] (+ bias[col], ReLU) for r < M. a is staged in shared memory;
 // each lane reads 16-byte slices of the weight row and keeps M fp32 sums.
@@ -43,7 +51,7 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
 #pragma unroll
   for (int r = 0; r < M; ++r) sums[r] = 0.0f;
   for (int v = lane; v < vectors; v += 32) {
-    const uint4 w = weights[v];
+    const uint4 w = load_weights(weights + v, args.stream_b);
     const __half2* w2 = reinterpret_cast<const __half2*>(&w);
 #pragma unroll
     for (int r = 0; r < M; ++r) {
@@ -100,13 +108,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32) small_rows_mma_kernel(SmallGem
   for (; slice + kMmaSlicesInFlight <= slices; slice += kMmaSlicesInFlight) {
     uint4 w[kMmaSlicesInFlight];
 #pragma unroll
-    for (int s = 0; s < kMmaSlicesInFlight; ++s) w[s] = __ldg(weights + (slice + s) * kMmaSliceVectors);
+    for (int s = 0; s < kMmaSlicesInFlight; ++s) w[s] = load_weights(weights + (slice + s) * kMmaSliceVectors, args.stream_b);
 #pragma unroll
     for (int s = 0; s < kMmaSlicesInFlight; ++s)
       multiply_slice(sums, w[s], __ldg(x + (slice + s) * kMmaSliceVectors), __ldg(y + (slice + s) * kMmaSliceVectors));
   }
   for (; slice < slices; ++slice)
-    multiply_slice(sums, __ldg(weights + slice * kMmaSliceVectors), __ldg(x + slice * kMmaSliceVectors),
+    multiply_slice(sums, load_weights(weights + slice * kMmaSliceVectors, args.stream_b), __ldg(x + slice * kMmaSliceVectors),
                    __ldg(y + slice * kMmaSliceVectors));
   // The lane's sums: rows group and group + 8, columns first + 2 quad and the next.
 #pragma unroll
@@ -189,6 +197,7 @@ void run_small_rows(const Tensor& a, const Tensor& b, Tensor& c, const ops::Matm
   args.k = static_cast<int>(a.dim(1));
   args.alpha = options.alpha;
   args.relu = options.activation == Activation::Relu;
+  args.stream_b = static_cast<size_t>(b.bytes()) * 2 > static_cast<size_t>(context().properties.l2CacheSize);
   if (tensor_cores)
     launch_small_rows_mma(args, static_cast<int>(a.dim(0)), stream);
   else
