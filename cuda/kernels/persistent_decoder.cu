@@ -70,10 +70,12 @@ struct Arguments {
   int num_layers;
   const T* input;  // [rows, d]: the embedded tokens
   T* output;       // [rows, d]
-  // The step's inputs (DecoderStepInputs), [rows] int32 each, and the history table [rows, history_capacity].
-  const int32_t *positions, *key_lengths, *memory_starts, *source_lengths, *cache_rows;
+  // The step's inputs (DecoderStepInputs), [rows] int32 each, and the history table [history_rows,
+  // history_capacity]: row r continues history row reorder[r] (r without a reorder), read during the step and
+  // rewritten in place after its last barrier (prefix, then this step's entry).
+  const int32_t *positions, *key_lengths, *memory_starts, *source_lengths, *cache_rows, *reorder;
   int32_t* history;
-  int history_capacity, cache_blocks, block_positions, memory_positions, source_span;
+  int history_rows, history_capacity, cache_blocks, block_positions, memory_positions, source_span;
   // Workspace.
   T *query, *context, *hidden;  // [rows, d] x 2, [rows, ffn]
   float* sums;                           // [rows, d]: a sublayer's output plus its residual, before the norm
@@ -197,7 +199,8 @@ struct Shared {
 };
 
 // Rows of Shared::steps.
-enum StepRow { kPosition, kKeyLength, kMemoryStart, kSourceLength, kCacheRow, kStepRows };
+// kHistoryRow: the history row a row continues (Arguments::reorder), -1 where out of range.
+enum StepRow { kPosition, kKeyLength, kMemoryStart, kSourceLength, kCacheRow, kHistoryRow, kStepRows };
 
 // ---- phase inputs: a product's input rows ----
 
@@ -655,15 +658,21 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
     steps[kMemoryStart * rows + i] = args.memory_starts[i];
     steps[kSourceLength * rows + i] = args.source_lengths[i];
     steps[kCacheRow * rows + i] = args.cache_rows[i];
-  }
-  const int history_row = static_cast<int>(blockIdx.x) < rows * args.heads ? static_cast<int>(blockIdx.x) / args.heads : -1;
-  if (history_row >= 0) {
-    const int known = min(max(args.positions[history_row], 0), args.history_capacity);
-    for (int j = threadIdx.x; j < known; j += blockDim.x)
-      shared.history[j] = args.history[static_cast<int64_t>(history_row) * args.history_capacity + j];
+    const int from = args.reorder != nullptr ? args.reorder[i] : i;
+    steps[kHistoryRow * rows + i] = from >= 0 && from < args.history_rows ? from : -1;
   }
   __syncthreads();
   const auto step = [&](StepRow which, int r) { return steps[which * rows + r]; };
+  // Row r's older history: the first min(position, capacity) entries of the row it continues.
+  const auto older_history = [&](int r) -> const int32_t* {
+    const int from = step(kHistoryRow, r);
+    return from < 0 ? nullptr : args.history + static_cast<int64_t>(from) * args.history_capacity;
+  };
+  const auto older_count = [&](int r) { return older_history(r) == nullptr ? 0 : min(max(step(kPosition, r), 0), args.history_capacity); };
+  const int history_row = static_cast<int>(blockIdx.x) < rows * args.heads ? static_cast<int>(blockIdx.x) / args.heads : -1;
+  if (history_row >= 0)
+    for (int j = threadIdx.x; j < older_count(history_row); j += blockDim.x) shared.history[j] = older_history(history_row)[j];
+  __syncthreads();
   record_time(args.trace, 0);
   const Product square{d, d}, qkv_shape{d, 3 * d}, inner_shape{d, args.ffn}, outer_shape{args.ffn, d};
   // A sublayer's end: its product plus the bias (in `value`) and the residual, kept in fp32 for the norm.
@@ -679,9 +688,10 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
   // one more round trip).
   const auto self_key = [&](int r, int j) {
     const int position = step(kPosition, r);
-    const int block = j >= position                      ? (position < args.history_capacity ? step(kCacheRow, r) : -1)
-                      : r == history_row                 ? shared.history[j]
-                                                         : args.history[static_cast<int64_t>(r) * args.history_capacity + j];
+    const int block = j >= position              ? (position < args.history_capacity ? step(kCacheRow, r) : -1)
+                      : older_history(r) == nullptr ? -1
+                      : r == history_row         ? shared.history[j]
+                                                 : older_history(r)[j];
     return block >= 0 && block < args.cache_blocks ? block * args.block_positions + j % args.block_positions : -1;
   };
   const auto memory_key = [&](int r, int j) { return step(kMemoryStart, r) + j; };
@@ -716,7 +726,6 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
                         static_cast<int64_t>(block) * args.block_positions + position % args.block_positions;
                     if (column < 2 * d) {
                       layer.self_keys[entry * d + column - d] = value;
-                      if (column == d) args.history[static_cast<int64_t>(r) * args.history_capacity + position] = block;
                     } else {
                       layer.self_values[entry * d + column - 2 * d] = value;
                     }
@@ -750,11 +759,25 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
         layer.outer_weight, layer.outer_bias, outer_shape, true, nothing,
         [&] { return stage_rows(args.hidden, rows, args.ffn, staged, args.ffn + pad); }, add_residual);
   }
-  // The last layer's norm, into the output (block 0 writes it).
+  // The last layer's norm, into the output (block 0 writes it). Block r rewrites history row r: the older
+  // entries of the row it continues, read before the barrier (after it, other blocks rewrite their rows), then
+  // this step's entry.
   const LayerPointers<T>& last = args.layers[args.num_layers - 1];
   arrive(args.barrier, target);
   if (blockIdx.x == 0) prefetch_norm(last.ffn_gamma, last.ffn_beta, d, shared);
+  const int rewritten = static_cast<int>(blockIdx.x) < rows ? static_cast<int>(blockIdx.x) : -1;
+  const bool moves = rewritten >= 0 && step(kHistoryRow, rewritten) != rewritten;  // in place otherwise
+  if (moves)
+    for (int j = threadIdx.x; j < older_count(rewritten); j += blockDim.x) shared.history[j] = older_history(rewritten)[j];
   wait_arrivals(args.barrier, target, args.trace);
+  if (rewritten >= 0) {
+    int32_t* row = args.history + static_cast<int64_t>(rewritten) * args.history_capacity;
+    if (moves)
+      for (int j = threadIdx.x; j < older_count(rewritten); j += blockDim.x) row[j] = shared.history[j];
+    const int position = step(kPosition, rewritten), block = step(kCacheRow, rewritten);
+    if (threadIdx.x == 0 && position >= 0 && position < args.history_capacity && block >= 0 && block < args.cache_blocks)
+      row[position] = block;
+  }
   if (blockIdx.x == 0) {
     stage_normalized<T>(args.sums, args, shared, args.output);
     record_time(args.trace, target / gridDim.x + 1);
@@ -898,7 +921,9 @@ void launch_persistent_decoder(const Tensor& x, const std::vector<ops::Persisten
   args.memory_starts = step.memory_starts->data<int32_t>();
   args.source_lengths = step.source_lengths->data<int32_t>();
   args.cache_rows = step.cache_rows->data<int32_t>();
+  args.reorder = step.reorder != nullptr ? step.reorder->data<int32_t>() : nullptr;
   args.history = step.history->data<int32_t>();
+  args.history_rows = static_cast<int>(step.history->dim(0));
   args.history_capacity = static_cast<int>(step.history->dim(1));
   args.cache_blocks = static_cast<int>(first.self_keys->dim(0));
   args.block_positions = static_cast<int>(first.self_keys->dim(1));

@@ -633,36 +633,38 @@ Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) con
   // Beam reorders since the last step move history rows only (each slot's positions so far, from the slot
   // it continues); keys and values stay in place. The step appends one position, which goes back with them.
   const Tensor reorder = input(kReorder);
+  Tensor x = embed(ids, positions, Side::Target);  // [rows, d]
+  // The persistent kernel reads the history through the reorder and rewrites its rows in place.
+  const DecoderStepInputs in_place{positions,      key_lengths,        state.history, memory_starts,
+                                   source_lengths, state.source_span, &cache_rows};
+  if (persistent_layers(state, x, in_place, reorder)) return x;
+  // The layers read a reordered copy, which then goes back.
   Tensor history({rows, state.capacity}, DataType::I32, options_.device);
   ops::copy_row_prefixes(state.history, &reorder, positions, history);
   const DecoderStepInputs inputs{positions,      key_lengths,        history,    memory_starts,
                                  source_lengths, state.source_span, &cache_rows};
-
-  const Tensor x = decoder_layers(state, embed(ids, positions, Side::Target), inputs);  // [rows, d]
+  for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   Tensor kept = state.history.slice_rows(0, rows);
   ops::copy_row_prefixes(history, nullptr, key_lengths, kept);
   return x;
 }
 
-Tensor EncoderDecoderModel::decoder_layers(EncoderDecoderState& state, Tensor x,
-                                           const DecoderStepInputs& inputs) const {
+bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs,
+                                            const Tensor& reorder) const {
   const int64_t persistent_rows = options_.persistent_decode_rows == kPersistentDecodeAuto
                                       ? default_persistent_decode_rows(options_.dtype)
                                       : options_.persistent_decode_rows;
-  if (x.dim(0) <= persistent_rows) {
-    std::vector<ops::PersistentDecoderLayer> layers;
-    for (size_t i = 0; i < decoder_layers_.size(); ++i) layers.push_back(decoder_layers_[i].describe(state.layers[i]));
-    const ops::PersistentDecoderStep step{&inputs.positions,      &inputs.key_lengths, &inputs.memory_starts,
-                                          &inputs.source_lengths, inputs.cache_rows,   &inputs.history,
-                                          inputs.source_span,     config_.decoder.num_heads,
-                                          config_.layer_norm_epsilon, config_.activation};
-    if (ops::persistent_decoder_fits(x, layers, step)) {
-      ++step_counts_.persistent;
-      return ops::persistent_decoder_step(x, layers, step);
-    }
-  }
-  for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
-  return x;
+  if (x.dim(0) > persistent_rows) return false;
+  std::vector<ops::PersistentDecoderLayer> layers;
+  for (size_t i = 0; i < decoder_layers_.size(); ++i) layers.push_back(decoder_layers_[i].describe(state.layers[i]));
+  const ops::PersistentDecoderStep step{&inputs.positions,      &inputs.key_lengths, &inputs.memory_starts,
+                                        &inputs.source_lengths, inputs.cache_rows,   &inputs.history,
+                                        inputs.source_span,     config_.decoder.num_heads,
+                                        config_.layer_norm_epsilon, config_.activation, &reorder};
+  if (!ops::persistent_decoder_fits(x, layers, step)) return false;
+  ++step_counts_.persistent;
+  x = ops::persistent_decoder_step(x, layers, step);
+  return true;
 }
 
 void EncoderDecoderModel::finish_step(EncoderDecoderState& state) {

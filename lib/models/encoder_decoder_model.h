@@ -139,8 +139,9 @@ class EncoderDecoderModel : public StepModel {
   // The decoder layers for one step over `rows` rows: device work only, so a graph can record it.
   // Returns the top layer's output [rows, d].
   Tensor decode(EncoderDecoderState& state, int64_t rows) const;
-  // The decoder layers over the embedded x [rows, d]: one persistent kernel where it fits, else layer by layer.
-  Tensor decoder_layers(EncoderDecoderState& state, Tensor x, const DecoderStepInputs& inputs) const;
+  // Every decoder layer of the step in the persistent kernel, where it runs this step (x becomes the output).
+  bool persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs,
+                         const Tensor& reorder) const;
   // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
   Tensor logits(const Tensor& x) const;
   // The fused output layer: the k best log-probs per row and their ids ([rows, k]), or, for k = kSampled,

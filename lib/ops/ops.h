@@ -229,7 +229,10 @@ struct PersistentDecoderLayer {
   Tensor *self_keys, *self_values;            // [blocks, B, d]
   const Tensor *cross_keys, *cross_values;    // [positions, 1, d]
 };
-// The step's inputs, as DecoderStepInputs holds them ([rows] int32 each; history [rows, T] int32).
+// The step's inputs, as DecoderStepInputs holds them ([rows] int32 each; history [>= rows, T] int32). With a
+// reorder ([rows] int32), row r continues history row reorder[r] (a beam's parent): the kernel reads the
+// older entries through it and rewrites rows 0..rows-1 in place after its last read, so the history needs
+// no reordered copy; without one, row r continues row r.
 struct PersistentDecoderStep {
   const Tensor *positions, *key_lengths, *memory_starts, *source_lengths, *cache_rows;
   Tensor* history;
@@ -237,6 +240,7 @@ struct PersistentDecoderStep {
   int num_heads = 1;
   float epsilon = 1e-5f;
   Activation activation = Activation::Relu;
+  const Tensor* reorder = nullptr;
 };
 // Whether the persistent step runs this shape: a CUDA tensor x [rows, d], rows and layers within the limits,
 // head width <= 128, and the rows' inputs and keys within the kernel's shared memory.

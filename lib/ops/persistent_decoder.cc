@@ -52,13 +52,15 @@ void check_layer(const PersistentDecoderLayer& layer, const Tensor& x, int64_t f
 }
 
 void check_step(const PersistentDecoderStep& step, int64_t rows) {
-  for (const Tensor* input : {step.positions, step.key_lengths, step.memory_starts, step.source_lengths, step.cache_rows}) {
+  for (const Tensor* input : {step.positions, step.key_lengths, step.memory_starts, step.source_lengths, step.cache_rows,
+                              step.reorder}) {
+    if (input == nullptr) continue;  // no reorder: each row continues its own history row
     check_rank(kOp, "step input", *input, 1);
     check_extent(kOp, "step input", *input, 0, rows);
     check_dtype(kOp, "step input", *input, DataType::I32);
   }
   check_rank(kOp, "history", *step.history, 2);
-  check_extent(kOp, "history", *step.history, 0, rows);
+  SEQTRANS_CHECK(step.history->dim(0) >= rows, "{}: a history of {} rows for {} rows", kOp, step.history->dim(0), rows);
   check_dtype(kOp, "history", *step.history, DataType::I32);
 }
 
