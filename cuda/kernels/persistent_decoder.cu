@@ -10,7 +10,9 @@
 // them (every block for itself: a few rows of d values), and its epilogue adds the bias and the residual.
 // In fp16 from kTensorCoreRows rows on, the products are mma tiles (rows x 8 columns x 16 inputs): on CUDA
 // cores every warp re-read each staged row per output column, two instructions per multiply-add.
-// The barrier costs about 1.8 us on an H200, eight a layer: the design's floor (docs/BENCHMARKS.md).
+// The barrier costs about 1.8 us on an H200, eight a layer: the design's floor (docs/BENCHMARKS.md). Rows
+// read their older history through the beam reorder, and the kernel rewrites the history rows after its
+// last barrier, so a step needs no reordered copy of the history.
 //
 // Values are rounded to T where the op-by-op path stores a tensor between ops (queries, keys, values,
 // attention outputs, layer norms, the FFN's hidden layer); sums before a layer norm stay in fp32, and a
@@ -668,10 +670,15 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
     const int from = step(kHistoryRow, r);
     return from < 0 ? nullptr : args.history + static_cast<int64_t>(from) * args.history_capacity;
   };
-  const auto older_count = [&](int r) { return older_history(r) == nullptr ? 0 : min(max(step(kPosition, r), 0), args.history_capacity); };
+  const auto older_count = [&](int r) {
+    return older_history(r) == nullptr ? 0 : min(max(step(kPosition, r), 0), args.history_capacity);
+  };
+  // A row's older history into shared.history (the block's first attention unit's, then the row it rewrites).
+  const auto stage_history = [&](int r) {
+    for (int j = threadIdx.x; j < older_count(r); j += blockDim.x) shared.history[j] = older_history(r)[j];
+  };
   const int history_row = static_cast<int>(blockIdx.x) < rows * args.heads ? static_cast<int>(blockIdx.x) / args.heads : -1;
-  if (history_row >= 0)
-    for (int j = threadIdx.x; j < older_count(history_row); j += blockDim.x) shared.history[j] = older_history(history_row)[j];
+  if (history_row >= 0) stage_history(history_row);
   __syncthreads();
   record_time(args.trace, 0);
   const Product square{d, d}, qkv_shape{d, 3 * d}, inner_shape{d, args.ffn}, outer_shape{args.ffn, d};
@@ -767,16 +774,15 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
   if (blockIdx.x == 0) prefetch_norm(last.ffn_gamma, last.ffn_beta, d, shared);
   const int rewritten = static_cast<int>(blockIdx.x) < rows ? static_cast<int>(blockIdx.x) : -1;
   const bool moves = rewritten >= 0 && step(kHistoryRow, rewritten) != rewritten;  // in place otherwise
-  if (moves)
-    for (int j = threadIdx.x; j < older_count(rewritten); j += blockDim.x) shared.history[j] = older_history(rewritten)[j];
+  if (moves) stage_history(rewritten);
   wait_arrivals(args.barrier, target, args.trace);
   if (rewritten >= 0) {
     int32_t* row = args.history + static_cast<int64_t>(rewritten) * args.history_capacity;
     if (moves)
       for (int j = threadIdx.x; j < older_count(rewritten); j += blockDim.x) row[j] = shared.history[j];
     const int position = step(kPosition, rewritten), block = step(kCacheRow, rewritten);
-    if (threadIdx.x == 0 && position >= 0 && position < args.history_capacity && block >= 0 && block < args.cache_blocks)
-      row[position] = block;
+    const bool entry = position >= 0 && position < args.history_capacity && block >= 0 && block < args.cache_blocks;
+    if (threadIdx.x == 0 && entry) row[position] = block;
   }
   if (blockIdx.x == 0) {
     stage_normalized<T>(args.sums, args, shared, args.output);
