@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/cost_model.h"
+
 namespace seqtrans::app {
 namespace {
 
@@ -35,9 +37,28 @@ std::vector<std::string> floor_cells(const bench::Floor& floor, double measured,
   return {achieved, milliseconds(floor.seconds()), floor.bound(), fmt::format("{:.1f}", measured / floor.seconds())};
 }
 
+// The persistent kernel's phases of one profiled run: each one's time per step and layer beside the weight
+// bytes it reads (the issue of a small step is how far each phase is from streaming them).
+void print_phase_table(std::ostream& out, const std::string& label, const bench::StageProfile& profile,
+                       const bench::ModelShape& shape, int64_t element_bytes) {
+  TextTable table;
+  for (const char* header : {"phase", "ms", "times", "us each", "weight MB", "GB/s"}) table.add_column(header);
+  for (const bench::StageProfile::Phase& phase : profile.persistent_phases) {
+    const double each = phase.count > 0 ? phase.seconds / static_cast<double>(phase.count) : 0.0;
+    const double bytes = bench::persistent_phase_weight_bytes(shape, phase.name, element_bytes);
+    table.add_row({phase.name, milliseconds(phase.seconds), std::to_string(phase.count), fmt::format("{:.2f}", 1e6 * each),
+                   bytes > 0 ? fmt::format("{:.2f}", bytes / 1e6) : "", bytes > 0 && each > 0 ? rate(bytes / each / 1e9) : ""});
+  }
+  out << fmt::format("\npersistent decoder kernel,{}: its phases, each run once per step and layer (the last two once "
+                     "per step); a phase ends when its last block passes the next barrier\n",
+                     label);
+  table.print(out);
+}
+
 void print_profile_table(std::ostream& out, const std::vector<std::string>& labels,
                          const std::vector<std::string>& label_values, const std::vector<double>& unprofiled,
-                         const std::vector<const bench::StageProfile*>& profiles) {
+                         const std::vector<const bench::StageProfile*>& profiles, const bench::ModelShape& shape,
+                         int64_t element_bytes) {
   TextTable table;
   for (const std::string& label : labels) table.add_column(label);
   table.add_column("unprofiled");
@@ -59,13 +80,9 @@ void print_profile_table(std::ostream& out, const std::vector<std::string>& labe
   table.print(out);
   for (size_t i = 0; i < profiles.size(); ++i) {
     if (profiles[i]->persistent_phases.empty()) continue;
-    std::string phases;
-    for (const auto& [name, seconds] : profiles[i]->persistent_phases)
-      phases += fmt::format("{}{} {}", phases.empty() ? "" : ", ", name, milliseconds(seconds));
     std::string label;
     for (size_t l = 0; l < labels.size(); ++l) label += fmt::format(" {} {}", labels[l], label_values[i * labels.size() + l]);
-    out << fmt::format("persistent decoder,{} (ms, every layer summed; a phase ends when its last block does): {}\n",
-                       label, phases);
+    print_phase_table(out, label, *profiles[i], shape, element_bytes);
   }
 }
 
@@ -119,7 +136,8 @@ void print_synthetic_report(std::ostream& out, const bench::RunDescription& run,
       unprofiled.push_back(result.time.median);
       profiles.push_back(&*result.profile);
     }
-    print_profile_table(out, {"beam", "batch", "src", "tgt"}, values, unprofiled, profiles);
+    print_profile_table(out, {"beam", "batch", "src", "tgt"}, values, unprofiled, profiles, bench::model_shape(config),
+                        static_cast<int64_t>(dtype_size(run.dtype)));
   }
 
   if (!report.results.empty() && !report.results.front().ablations.empty()) {
@@ -198,7 +216,8 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
 
   if (result.profile) {
     const bench::StageProfile& profile = *result.profile;
-    print_profile_table(out, {}, {}, {result.median_run.stats.search_seconds}, {&profile});
+    print_profile_table(out, {}, {}, {result.median_run.stats.search_seconds}, {&profile},
+                        bench::model_shape(report.config), static_cast<int64_t>(dtype_size(run.dtype)));
     out << fmt::format("(search time only; the profiled pass over the file took {:.3f} s in all)\n", profile.seconds);
   }
   if (!result.ablations.empty()) {

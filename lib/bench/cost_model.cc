@@ -11,6 +11,9 @@
 #include "bench/cost_model.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "ops/ops.h"
 
 namespace seqtrans::bench {
 namespace {
@@ -77,6 +80,16 @@ Cost decoder_step_cost(const ModelShape& model, const DecoderStepShape& step, in
   elements += slots * v;
   cost.bytes = elements * static_cast<double>(element_bytes);
   return cost;
+}
+
+double persistent_phase_weight_bytes(const ModelShape& model, const std::string& phase, int64_t element_bytes) {
+  const double d = static_cast<double>(model.d_model), f = static_cast<double>(model.decoder_ffn);
+  // Weight elements of each phase of ops::kPersistentDecoderPhaseNames, in its order.
+  const double elements[ops::kPersistentDecoderPhasesPerLayer] = {3 * d * d, 0, d * d, d * d, 0, d * d, f * d, d * f};
+  for (int64_t i = 0; i < ops::kPersistentDecoderPhasesPerLayer; ++i)
+    if (phase == ops::kPersistentDecoderPhaseNames[i] + std::strlen(ops::kPersistentDecoderStagePrefix))
+      return elements[i] * static_cast<double>(element_bytes);
+  return 0;
 }
 
 Floor make_floor(const Cost& cost, const Hardware& hardware) {

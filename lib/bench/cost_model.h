@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "models/model_config.h"
 
@@ -46,6 +47,11 @@ struct DecoderStepShape {
   int64_t source_length = 0;
 };
 Cost decoder_step_cost(const ModelShape& model, const DecoderStepShape& step, int64_t element_bytes);
+
+// The weight bytes one layer's phase of the persistent decoder kernel reads (its product's matrix; the
+// attention phases and the rest read none), `phase` named as StageProfile names it ("FFN inner"): the
+// floor to set beside the phase's time.
+double persistent_phase_weight_bytes(const ModelShape& model, const std::string& phase, int64_t element_bytes);
 
 // Peak rates measured on the device; zero when unknown (then no floor is printed).
 struct Hardware {

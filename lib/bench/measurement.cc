@@ -1,8 +1,11 @@
 #include "bench/measurement.h"
 
 #include <algorithm>
+#include <cstring>
+#include <iterator>
 
 #include "core/profiler.h"
+#include "ops/ops.h"
 
 namespace seqtrans::bench {
 
@@ -41,6 +44,18 @@ const std::vector<std::string>& profile_stage_names() {
   return names;
 }
 
+namespace {
+
+// The persistent kernel's stages in the order it runs them.
+std::vector<std::string> persistent_stage_order() {
+  std::vector<std::string> order(std::begin(ops::kPersistentDecoderPhaseNames), std::end(ops::kPersistentDecoderPhaseNames));
+  order.emplace_back(ops::kPersistentDecoderFinalPhase);
+  order.emplace_back(ops::kPersistentDecoderLaunchPhase);
+  return order;
+}
+
+}  // namespace
+
 StageProfile profile_run(const std::function<double(double& seconds)>& run) {
   Profiler& profiler = Profiler::instance();
   profiler.reset();
@@ -58,10 +73,15 @@ StageProfile profile_run(const std::function<double(double& seconds)>& run) {
   for (const std::string& name : names) profile.stages.emplace_back(name, 0.0);
   for (const auto& [stage, seconds] : profiler.stages()) {
     // The persistent kernel records each phase as "persistent: <phase>".
-    const bool phase = stage.rfind("persistent: ", 0) == 0;
-    if (phase) profile.persistent_phases.emplace_back(stage.substr(12), seconds);
+    const bool phase = stage.rfind(ops::kPersistentDecoderStagePrefix, 0) == 0;
     const auto known = std::find(names.begin(), names.end() - 1, phase ? std::string("persistent decoder") : stage);
     profile.stages[static_cast<size_t>(known - names.begin())].second += seconds;
+  }
+  for (const std::string& stage : persistent_stage_order()) {
+    const auto seconds = profiler.stages().find(stage);
+    if (seconds == profiler.stages().end()) continue;
+    profile.persistent_phases.push_back(
+        {stage.substr(std::strlen(ops::kPersistentDecoderStagePrefix)), seconds->second, profiler.counts().at(stage)});
   }
   profiler.reset();
   return profile;

@@ -32,8 +32,14 @@ struct StageProfile {
   double seconds = 0;                                  // wall time of the profiled run
   double search_seconds = 0;                           // the part the stages below live in
   std::vector<std::pair<std::string, double>> stages;  // profile_stage_names() order, seconds each
-  // Inside "persistent decoder": the kernel's phases (ops::kPersistentDecoderPhaseNames), seconds each.
-  std::vector<std::pair<std::string, double>> persistent_phases;
+  // Inside "persistent decoder": the kernel's phases in its order (ops::kPersistentDecoderPhaseNames, the final
+  // norm, then the launch and return), each summed over the run's steps and layers.
+  struct Phase {
+    std::string name;  // without the "persistent: " prefix
+    double seconds = 0;
+    int64_t count = 0;  // times it ran: steps x layers, or steps for the last two
+  };
+  std::vector<Phase> persistent_phases;
   // search_seconds - sum of stages: search bookkeeping on the host and gaps between device work.
   double unaccounted() const;
 };

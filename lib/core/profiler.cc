@@ -9,7 +9,10 @@ Profiler& Profiler::instance() {
   return profiler;
 }
 
-void Profiler::add(const char* stage, double seconds) { seconds_[stage] += seconds; }
+void Profiler::add(const char* stage, double seconds) {
+  seconds_[stage] += seconds;
+  ++counts_[stage];
+}
 
 ProfileScope::ProfileScope(const char* stage) : stage_(Profiler::instance().enabled() ? stage : nullptr) {
   if (stage_ == nullptr) return;

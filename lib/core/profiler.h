@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -16,17 +17,22 @@ class Profiler {
   void enable(bool enabled) { enabled_ = enabled; }
   bool enabled() const { return enabled_; }
   void add(const char* stage, double seconds);
-  void reset() { seconds_.clear(); }
+  void reset() {
+    seconds_.clear();
+    counts_.clear();
+  }
   // Scopes nest: only the outermost open scope records, so every second is counted once.
   bool enter() { return depth_++ == 0; }
   void leave() { --depth_; }
-  // Seconds per stage, summed over the run.
+  // Seconds per stage, summed over the run, and how many times each was added.
   const std::map<std::string, double>& stages() const { return seconds_; }
+  const std::map<std::string, int64_t>& counts() const { return counts_; }
 
  private:
   bool enabled_ = false;
   int depth_ = 0;
   std::map<std::string, double> seconds_;
+  std::map<std::string, int64_t> counts_;
 };
 
 // Times its own lifetime under `stage` when profiling is on; costs one branch when it is off.

@@ -215,12 +215,16 @@ Tensor convert(const Tensor& x, DataType dtype);
 inline constexpr int64_t kPersistentDecoderMaxRows = 16;
 inline constexpr int64_t kPersistentDecoderMaxLayers = 16;
 inline constexpr size_t kPersistentDecoderMaxSharedBytes = 200 * 1024;
-// The phases of a layer in the kernel, in order, as `seqtrans bench --profile` names them, and the last one.
+// The phases of a layer in the kernel, in order, as `seqtrans bench --profile` names them (each name starts
+// with the prefix), and the last one.
+inline constexpr const char* kPersistentDecoderStagePrefix = "persistent: ";
 inline constexpr int64_t kPersistentDecoderPhasesPerLayer = 8;
 inline constexpr const char* kPersistentDecoderPhaseNames[kPersistentDecoderPhasesPerLayer] = {
     "persistent: QKV",           "persistent: self-attention", "persistent: self output", "persistent: cross query",
     "persistent: cross-attention", "persistent: cross output", "persistent: FFN inner",   "persistent: FFN outer"};
 inline constexpr const char* kPersistentDecoderFinalPhase = "persistent: final norm";
+// The rest of the kernel's wall time: its launch, the step's inputs read at its start, and the return.
+inline constexpr const char* kPersistentDecoderLaunchPhase = "persistent: launch and return";
 struct PersistentDecoderLayer {
   const Tensor *qkv_weight, *qkv_bias, *self_output_weight, *self_output_bias, *self_gamma, *self_beta;
   const Tensor *cross_query_weight, *cross_query_bias, *cross_output_weight, *cross_output_bias, *cross_gamma,

@@ -115,7 +115,7 @@ Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDeco
                              seconds);
     in_phases += seconds;
   }
-  Profiler::instance().add("persistent: launch and return", std::max(0.0, wall - in_phases));
+  Profiler::instance().add(kPersistentDecoderLaunchPhase, std::max(0.0, wall - in_phases));
 #endif
   return out;
 }
