@@ -126,7 +126,14 @@ void Translator::set_search(const SearchOptions& search, const OpenSettings& ope
   start_decoding();
 }
 
-Translator::~Translator() = default;
+Translator::~Translator() {
+  // The members free device memory and graphs: on this engine's device, whichever thread destroys it (with
+  // several GPUs the caller's thread may have selected none).
+  try {
+    ops::select_device(options_.device, options_.device_index);
+  } catch (...) {  // a destructor must not throw; the members then release what they can
+  }
+}
 
 std::string Translator::search_settings_summary() const {
   return describe_search_settings(options_.search, setting_sources_, file_->generation_defaults());

@@ -5,19 +5,21 @@
 
 namespace seqtrans::cuda {
 
-Graph::Graph() : pool_(arena().create_pool()) {}
+Graph::Graph() : arena_(&arena()), pool_(arena_->create_pool()) {}
 
 Graph::~Graph() {
-  // Destructors must not throw; a failure here can only come from a runtime already shutting down.
+  // Destructors must not throw; a failure here can only come from a runtime already shutting down. The
+  // graph's own arena, not the calling thread's device: with several GPUs an engine may be destroyed on a
+  // thread that selected none.
   if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-  if (initialized()) arena().release_pool(pool_);
+  if (initialized()) arena_->release_pool(pool_);
   cudaGetLastError();
 }
 
 void Graph::capture(const std::function<void()>& record) {
   SEQTRANS_CHECK(exec_ == nullptr, "a CUDA graph is captured once");
   const cudaStream_t stream = current_stream();
-  CachingArena& memory = arena();
+  CachingArena& memory = *arena_;
   const int previous_pool = memory.activate_pool(pool_);
   // Relaxed: the arena may still reserve memory (cudaMalloc) while the step is being recorded.
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));

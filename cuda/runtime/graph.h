@@ -8,6 +8,8 @@
 
 namespace seqtrans::cuda {
 
+class CachingArena;
+
 class Graph {
  public:
   Graph();
@@ -24,6 +26,7 @@ class Graph {
   bool captured() const { return exec_ != nullptr; }
 
  private:
+  CachingArena* arena_;  // the device's arena when the graph was made (runtimes live until exit)
   int pool_ = 0;
   cudaGraphExec_t exec_ = nullptr;
 };
