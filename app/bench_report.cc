@@ -38,7 +38,7 @@ std::vector<std::string> floor_cells(const bench::Floor& floor, double measured,
 }
 
 // The persistent kernel's phases of one profiled run: each one's time per step and layer beside the weight
-// bytes it reads (the issue of a small step is how far each phase is from streaming them).
+// bytes it reads, which says how far a small step is from streaming its weights.
 void print_phase_table(std::ostream& out, const std::string& label, const bench::StageProfile& profile,
                        const bench::ModelShape& shape, int64_t element_bytes) {
   TextTable table;

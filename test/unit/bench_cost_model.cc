@@ -1,6 +1,8 @@
 // The FLOP and byte model behind "x of floor", checked against counts done by hand for a tiny shape.
 #include "bench/cost_model.h"
 
+#include <cstring>
+
 #include "catch.h"
 #include "models/tensor_specs.h"
 #include "ops/ops.h"
@@ -96,7 +98,7 @@ TEST_CASE("bench cost model: the weight bytes of each persistent-kernel phase", 
   // A layer's products: 7.3 MB in fp16 at Transformer-base.
   double layer = 0;
   for (const char* name : ops::kPersistentDecoderPhaseNames)
-    layer += persistent_phase_weight_bytes(shape, std::string(name).substr(12), 2);
+    layer += persistent_phase_weight_bytes(shape, name + std::strlen(ops::kPersistentDecoderStagePrefix), 2);
   CHECK(layer == (3.0 + 1 + 1 + 1 + 4 + 4) * 512 * 512 * 2);
 }
 
