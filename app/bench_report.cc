@@ -86,6 +86,21 @@ void print_profile_table(std::ostream& out, const std::vector<std::string>& labe
   }
 }
 
+// Each engine's lines and time to its last line, then the tail: how long the last engine ran after the
+// first had finished (time one GPU decodes alone).
+std::string engine_shares(const std::vector<bench::EngineShare>& engines) {
+  std::string text;
+  double first_done = engines.front().seconds, last_done = engines.front().seconds;
+  for (const bench::EngineShare& engine : engines) {
+    if (!text.empty()) text += "; ";
+    text += fmt::format("cuda:{} {} lines, done at {:.3f} s (search {:.3f} s)", engine.device_index, engine.sentences,
+                        engine.seconds, engine.search_seconds);
+    first_done = std::min(first_done, engine.seconds);
+    last_done = std::max(last_done, engine.seconds);
+  }
+  return text + fmt::format("; tail {:.3f} s", last_done - first_done);
+}
+
 }  // namespace
 
 void print_synthetic_report(std::ostream& out, const bench::RunDescription& run, const bench::SyntheticReport& report) {
@@ -192,10 +207,14 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
                                     milliseconds(result.latency_p50), milliseconds(result.latency_p90),
                                     milliseconds(result.latency_p99), stats.batches, stats.decoder_steps,
                                     stats.graph_recordings));
+  const std::vector<bench::EngineShare>& engines = result.median_run.engines;
+  if (engines.size() > 1) line("engines", engine_shares(engines));
   line("time split", fmt::format("search {:.3f} s, text on the decoding thread {:.3f} s (tokenize {:.3f} s and "
-                                 "detokenize {:.3f} s of work, on a worker beside the search), other host {:.3f} s",
+                                 "detokenize {:.3f} s of work, on a worker beside the search), other host {:.3f} s{}",
                                  stats.search_seconds, stats.text_wait_seconds, stats.tokenize_seconds,
-                                 stats.detokenize_seconds, result.other_host_seconds));
+                                 stats.detokenize_seconds, result.other_host_seconds,
+                                 engines.size() > 1 ? fmt::format(" (summed over the {} engines)", engines.size())
+                                                    : std::string()));
   const SessionTimes& split = stats.search_split;
   line("search split", fmt::format("encoder {:.3f} s, decoder steps {:.3f} s ({:.1f} us each, GPU wait and copies "
                                    "included), host bookkeeping {:.3f} s",

@@ -1,6 +1,7 @@
 #include "translator_group.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -140,8 +141,11 @@ TranslatorGroup::TranslatorGroup(const TranslatorOptions& options, const std::ve
 TranslatorGroup::~TranslatorGroup() = default;
 
 void TranslatorGroup::translate_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn) {
+  last_stream_engine_seconds_.assign(engines_.size(), 0.0);
   if (engines_.size() == 1) {
+    const auto start = std::chrono::steady_clock::now();
     engines_.front()->translate_stream(feed, sink, warn);
+    last_stream_engine_seconds_.front() = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return;
   }
   deal_stream(feed, sink, warn);
@@ -151,9 +155,10 @@ void TranslatorGroup::deal_stream(const LineFeed& feed, const TranslationSink& s
   const auto state = std::make_shared<DealState>(feed, engines_.size());
   state->engines_running = engines_.size();
   const size_t deal_size = deal_size_, max_outstanding = max_outstanding_;
+  const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (size_t engine = 0; engine < engines_.size(); ++engine) {
-    threads.emplace_back([this, state, engine, deal_size, max_outstanding, &warn] {
+    threads.emplace_back([this, state, engine, deal_size, max_outstanding, start, &warn] {
       try {
         engines_[engine]->translate_stream(
             [state, engine, deal_size, max_outstanding] { return deal(*state, engine, deal_size, max_outstanding); },
@@ -167,6 +172,9 @@ void TranslatorGroup::deal_stream(const LineFeed& feed, const TranslationSink& s
       } catch (...) {
         state->stop(std::current_exception());
       }
+      // Written before the thread is joined, read after: no lock needed.
+      last_stream_engine_seconds_[engine] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::lock_guard<std::mutex> lock(state->mutex);
       --state->engines_running;
       state->changed.notify_all();

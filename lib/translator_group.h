@@ -41,6 +41,10 @@ class TranslatorGroup {
   TranslationStats stats() const { return sum(engine_stats()); }
   // Each engine's, in the order of the device indices.
   std::vector<TranslationStats> engine_stats() const;
+  // Seconds from the start of the last translate_stream to the moment each engine had handed back its
+  // last line, in the order of the device indices: the gap between the first and the last is the tail
+  // one engine decodes alone.
+  const std::vector<double>& last_stream_engine_seconds() const { return last_stream_engine_seconds_; }
   // The first engine's: every engine has the same model and settings.
   const TranslatorOptions& options() const { return engines_.front()->options(); }
   std::string search_settings_summary() const { return engines_.front()->search_settings_summary(); }
@@ -55,6 +59,7 @@ class TranslatorGroup {
   void deal_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn);
 
   std::vector<std::unique_ptr<Translator>> engines_;
+  std::vector<double> last_stream_engine_seconds_;
   size_t deal_size_ = 0;
   size_t max_outstanding_ = 0;  // lines dealt and not yet handed to the sink, at most
 };

@@ -68,8 +68,10 @@ class TranslatorPool {
 // Timed passes over the file under different engine settings.
 class FileMeasurements {
  public:
-  FileMeasurements(TranslatorPool& translators, std::vector<std::vector<Line>> windows, const Repetitions& repetitions)
-      : translators_(translators), windows_(std::move(windows)), repetitions_(repetitions) {}
+  FileMeasurements(TranslatorPool& translators, std::vector<std::vector<Line>> windows, const Repetitions& repetitions,
+                   std::vector<int> device_indices)
+      : translators_(translators), windows_(std::move(windows)), repetitions_(repetitions),
+        device_indices_(std::move(device_indices)) {}
 
   // One pass over the file; `translations` (when given) receives the output in input order.
   RealRun run(TranslatorGroup& translator, std::vector<Translation>* translations) {
@@ -88,7 +90,11 @@ class FileMeasurements {
     run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const std::vector<TranslationStats> after = translator.engine_stats();
     std::vector<TranslationStats> added;
-    for (size_t engine = 0; engine < after.size(); ++engine) added.push_back(difference(after[engine], before[engine]));
+    for (size_t engine = 0; engine < after.size(); ++engine) {
+      added.push_back(difference(after[engine], before[engine]));
+      run.engines.push_back(EngineShare{device_indices_[engine], added.back().sentences,
+                                        translator.last_stream_engine_seconds()[engine], added.back().search_seconds});
+    }
     run.stats = sum(added);
     return run;
   }
@@ -129,6 +135,7 @@ class FileMeasurements {
   TranslatorPool& translators_;
   std::vector<std::vector<Line>> windows_;
   Repetitions repetitions_;
+  std::vector<int> device_indices_;  // of the engines, in the group's order
 };
 
 const RealRun& median_run(const std::vector<RealRun>& runs) {
@@ -160,7 +167,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   result.first_line_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.config = base.model_file().config();
   report.search = base.options().search;
-  FileMeasurements measurements(translators, std::move(windows), options.repetitions);
+  FileMeasurements measurements(translators, std::move(windows), options.repetitions, options.device_indices);
 
   std::vector<RealRun> runs;
   result.time = measurements.time(options.engine, runs, report.translations);
@@ -175,7 +182,9 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
     result.latency_p90 = percentile(stats.sentence_seconds, 90);
     result.latency_p99 = percentile(stats.sentence_seconds, 99);
   }
-  result.other_host_seconds = run.seconds - stats.search_seconds - stats.text_wait_seconds;
+  double engine_seconds = 0;
+  for (const EngineShare& engine : run.engines) engine_seconds += engine.seconds;
+  result.other_host_seconds = engine_seconds - stats.search_seconds - stats.text_wait_seconds;
   result.memory = peak_memory(options.translator.device);
 
   RunTotals totals;

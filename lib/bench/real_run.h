@@ -28,9 +28,18 @@ struct RealOptions {
 };
 
 // One run of the whole file, as the translator counted it.
+// One engine's part of a run (a group of several GPUs has one engine each).
+struct EngineShare {
+  int device_index = 0;
+  size_t sentences = 0;
+  double seconds = 0;         // from the run's start to the engine's last line
+  double search_seconds = 0;  // of which searching (encoder, decoder steps, bookkeeping)
+};
+
 struct RealRun {
   double seconds = 0;  // wall time of all translate() calls
-  TranslationStats stats;
+  TranslationStats stats;  // summed over the engines
+  std::vector<EngineShare> engines;
 };
 
 // The file under one engine setting.
@@ -43,7 +52,8 @@ struct RealResult {
   // Seconds per line from being read to being translated (the whole file is read at once, so this is
   // mostly time spent waiting behind earlier lines).
   double latency_p50 = 0, latency_p90 = 0, latency_p99 = 0;
-  // Wall time outside tokenize, search and detokenize: batching, reordering, host gaps.
+  // Wall time outside tokenize, search and detokenize: batching, reordering, host gaps (with several
+  // engines, each engine's time to its last line, summed, like the other times in stats).
   double other_host_seconds = 0;
   PeakMemory memory;
   // Start-up, as a one-line `translate` sees it: loading the model and preparing the device (the first

@@ -90,6 +90,11 @@ TEST_CASE("two CPU engines give every line once, in input order, with one engine
     CHECK(engines[0].sentences > 0);
     CHECK(engines[1].sentences > 0);
     CHECK(group.stats().sentences == lines.size());
+    // Each engine's finish time is measured from the stream's start: positive, within the stream's time.
+    const std::vector<double>& done = group.last_stream_engine_seconds();
+    REQUIRE(done.size() == 2);
+    CHECK(done[0] > 0);
+    CHECK(done[1] > 0);
     // A second call on the same group: same lines again.
     check_same_translations(group.translate(lines), reference);
   }
