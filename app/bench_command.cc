@@ -28,6 +28,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   engine.persistent_decode = !options.no_persistent_decode;
   engine.persistent_decode_rows = options.persistent_decode_rows;
   engine.steps_at_once = !options.no_steps_at_once;
+  engine.persistent_argmax = !options.no_persistent_argmax;
   return engine;
 }
 
@@ -269,6 +270,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
                     fmt::format("Greedy search reads every step instead of running {} at once on the GPU, each fed "
                                 "the last one's tokens on the device, while no sentence waits to join",
                                 kGreedyStepsPerRead))
+      ->group(measure_group);
+  command->add_flag("--no-persistent-argmax", options.no_persistent_argmax,
+                    "Greedy steps in the persistent kernel run the output layer (logits, normalizer, argmax) as "
+                    "kernels of their own instead of inside it")
       ->group(measure_group);
   command->add_option("--persistent-decode-rows", options.persistent_decode_rows,
                       fmt::format("Steps of at most N rows run through the persistent kernel (at most {})",

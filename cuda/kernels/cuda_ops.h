@@ -50,12 +50,16 @@ void convert(const Tensor& x, Tensor& out, cudaStream_t stream);
 // Shape limits of the kernel (max_keys: the longest key list a row may read, history or memory).
 bool persistent_decoder_fits(DataType dtype, int64_t rows, int64_t width, int64_t ffn, int64_t heads, int64_t layers,
                              int64_t max_keys);
-// Device bytes the step needs beside its output (the grid barrier and the activations between phases).
+// Whether the kernel that runs this shape can fold the greedy output layer in (its products on CUDA cores).
+bool persistent_output_fits(DataType dtype, int64_t rows, int64_t width, int64_t ffn, int64_t heads, int64_t max_keys,
+                            int64_t vocab);
+// Device bytes the step needs beside its output (the grid barrier and the activations between phases, the
+// folded output layer's partial results).
 size_t persistent_decoder_workspace_bytes(int64_t rows, int64_t width, int64_t ffn, DataType dtype);
 // trace (optional): [2 * (8 * layers + 2)] int32, the phases' boundaries in nanoseconds (uint64 pairs).
 void persistent_decoder_step(const Tensor& x, const std::vector<ops::PersistentDecoderLayer>& layers,
-                             const ops::PersistentDecoderStep& step, Tensor& workspace, Tensor* trace, Tensor& out,
-                             cudaStream_t stream);
+                             const ops::PersistentDecoderStep& step, const ops::PersistentGreedyOutput* output,
+                             Tensor& workspace, Tensor* trace, Tensor& out, cudaStream_t stream);
 
 // ---- fused output layer ----
 

@@ -21,8 +21,10 @@
 #include <mutex>
 #include <type_traits>
 
+#include "core/sampling_math.h"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
+#include "cuda/kernels/suppression.cuh"
 
 namespace seqtrans::cuda {
 namespace {
@@ -66,6 +68,36 @@ struct LayerPointers {
   const T *cross_keys, *cross_values;
 };
 
+// One block's share of the vocabulary for one row, in the folded output layer: the normalizer of its logits
+// (max and sum of exp(z - max)) and its best (order key, complemented id): the larger is better, ties go to
+// the lower id, as in log_softmax_topk.
+struct BestPartial {
+  float max;
+  float sum;
+  unsigned long long best;
+};
+
+// The greedy output layer folded in (ops::PersistentGreedyOutput); weight null when the step ends at the norm.
+template <typename T>
+struct GreedyOutput {
+  const T* weight;               // [vocab, width]
+  const float* bias;             // [vocab] or null
+  const uint32_t* suppressed;    // bitmap or null
+  float* values;                 // [rows]
+  int32_t* ids;                  // [rows]
+  BestPartial* partials;         // [grid, rows], workspace
+  unsigned* done;                // blocks done with their share, zero at launch (workspace)
+  int vocab;
+  bool streamed;                 // the weight is larger than half of L2: read evict-first
+  int buffer_offset;             // bytes into dynamic shared memory of the weight chunks' ring
+  int chunk_columns;             // weight rows a chunk holds (kLogitStages chunks in the ring)
+};
+
+// After the ring: the block's run of the bias (fp32, run_floats) and of the suppression bitmap's words, copied
+// before the last barrier so that a column's epilogue waits on no load.
+__host__ __device__ __forceinline__ int run_floats(int vocab, int grid) { return ((vocab + grid - 1) / grid + 3) / 4 * 4; }
+__host__ __device__ __forceinline__ int run_words(int vocab, int grid) { return (vocab + grid - 1) / grid / 32 + 2; }
+
 template <typename T>
 struct Arguments {
   LayerPointers<T> layers[kMaxLayers];  // by value: a kernel parameter, no upload per step
@@ -85,6 +117,7 @@ struct Arguments {
   // Optional ([barriers + 2]): block 0's %globaltimer at the start, after each barrier and at the end, so
   // that the host can tell each phase's time (ops::kPersistentDecoderPhases).
   unsigned long long* trace;
+  GreedyOutput<T> greedy;
   int rows, width, ffn, heads, head_dim, max_keys;
   int cache_keys;    // keys (and values) an attention unit copies into shared memory ahead of its barrier
   int work_floats;   // floats of shared.work
@@ -95,8 +128,9 @@ struct Arguments {
 
 // ---- the grid barrier ----
 
-__device__ __forceinline__ void record_time(unsigned long long* trace, unsigned index) {
-  if (trace == nullptr || blockIdx.x != 0 || threadIdx.x != 0) return;
+// Stamps trace[index] from block 0 (any block with `any_block`).
+__device__ __forceinline__ void record_time(unsigned long long* trace, unsigned index, bool any_block = false) {
+  if (trace == nullptr || (blockIdx.x != 0 && !any_block) || threadIdx.x != 0) return;
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   trace[index] = now;
@@ -130,7 +164,33 @@ __device__ __forceinline__ void copy_async_16(void* shared, const void* global) 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
 }
 
+// The same, marked evict-first in L2: for a weight read once a step that is too large to stay in L2, so that
+// it passes through without evicting what the next step reads again (the decoder's weights).
+__device__ __forceinline__ void copy_async_16_evict_first(void* shared, const void* global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile(
+      "{\n\t.reg .b64 policy;\n\tcreatepolicy.fractional.L2::evict_first.b64 policy, 1.0;\n\t"
+      "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, policy;\n\t}" ::"r"(address),
+      "l"(global)
+      : "memory");
+}
+
+// 4 bytes (through L1: the .cg form copies 16 only).
+__device__ __forceinline__ void copy_async_4(void* shared, const void* global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(address), "l"(global) : "memory");
+}
+
 __device__ __forceinline__ void wait_async_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Groups of copies: commit closes the thread's copies issued since the last commit; wait_async_groups<n> waits
+// until at most n of its groups are still in flight.
+__device__ __forceinline__ void commit_async_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int kPending>
+__device__ __forceinline__ void wait_async_groups() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
 
 // ---- weight rows ----
 
@@ -269,12 +329,16 @@ __device__ void stage_sums(const float* sums, int count, float* into) {
 
 // layer_norm(sums) rounded to T (what the op-by-op path stores) into shared.residual: the next product's
 // input and the next sublayer's residual. `output` (block 0 only; the last layer's) gets it too. gamma and
-// beta are in shared.norm already (prefetch_norm); a warp normalizes a row from registers.
-template <typename T>
+// beta are in shared.norm already (prefetch_norm); a warp normalizes a row from registers. kLaterGroups:
+// groups of copies committed after the norm's that it need not wait for (-1: wait for every copy).
+template <typename T, int kLaterGroups = -1>
 __device__ const T* stage_normalized(const float* sums, const Arguments<T>& args, const Shared& shared, T* output) {
   const int width = args.width, quads = width / 4;
   stage_sums(sums, args.rows * width, shared.work);
-  wait_async_copies();
+  if constexpr (kLaterGroups < 0)
+    wait_async_copies();
+  else
+    wait_async_groups<kLaterGroups>();
   __syncthreads();
   const T* scale = reinterpret_cast<const T*>(shared.norm);
   const T* offset = scale + width;
@@ -627,6 +691,190 @@ __device__ void attention_phase(const T* keys, const T* values, const Arguments<
   }
 }
 
+// ---- the output layer, folded in (greedy search) ----
+
+// The output weight streams through shared memory in chunks of whole rows, kLogitStages of them in a ring:
+// while a block multiplies one chunk, the next ones are on their way (about 60 KB in flight per
+// multiprocessor, what the memory's latency needs at full bandwidth). A chunk holds at most kLogitChunkBytes.
+constexpr int kLogitStages = 3;
+constexpr int kLogitChunkBytes = 32 * 1024;
+// The fewest rows a chunk may hold: below it the ring is too small to keep the memory busy.
+constexpr int kLogitMinChunkColumns = 8;
+
+// The block's run of the vocabulary: [first, end).
+struct VocabularyRun {
+  int first, end;
+};
+
+__device__ __forceinline__ VocabularyRun block_vocabulary(int vocab) {
+  const int per_block = (vocab + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+  const int first = min(static_cast<int>(blockIdx.x) * per_block, vocab);
+  return {first, min(first + per_block, vocab)};
+}
+
+// The block's run of the bias and bitmap words into `extras` (run_floats floats, then the words),
+// asynchronously.
+template <typename T>
+__device__ void prefetch_logit_extras(const GreedyOutput<T>& out, float* extras) {
+  const VocabularyRun run = block_vocabulary(out.vocab);
+  if (out.bias != nullptr)
+    for (int i = threadIdx.x; i < run.end - run.first; i += blockDim.x) copy_async_4(extras + i, out.bias + run.first + i);
+  if (out.suppressed != nullptr && run.end > run.first) {
+    auto* words = reinterpret_cast<uint32_t*>(extras + run_floats(out.vocab, static_cast<int>(gridDim.x)));
+    const int first_word = run.first / 32, last_word = (run.end - 1) / 32;
+    for (int w = first_word + static_cast<int>(threadIdx.x); w <= last_word; w += blockDim.x)
+      copy_async_4(words + w - first_word, out.suppressed + w);
+  }
+}
+
+// Chunk `chunk` of the block's run into its slot of the ring, as one group of asynchronous copies (an empty
+// group past the run's end, so that every thread commits the same sequence).
+template <typename T>
+__device__ void prefetch_logit_chunk(const GreedyOutput<T>& out, int width, T* ring, int chunk) {
+  constexpr int N = kVectorWidth<T>;
+  const VocabularyRun run = block_vocabulary(out.vocab);
+  const int first = run.first + chunk * out.chunk_columns, vectors = width / N;
+  const int count = max(0, min(out.chunk_columns, run.end - first));
+  T* slot = ring + static_cast<int64_t>(chunk % kLogitStages) * out.chunk_columns * width;
+  const T* from = out.weight + static_cast<int64_t>(first) * width;
+  if (out.streamed) {
+    for (int i = threadIdx.x; i < count * vectors; i += blockDim.x) copy_async_16_evict_first(slot + i * N, from + i * N);
+  } else {
+    for (int i = threadIdx.x; i < count * vectors; i += blockDim.x) copy_async_16(slot + i * N, from + i * N);
+  }
+  commit_async_copies();
+}
+
+__device__ __forceinline__ unsigned long long best_key(float z, bool suppressed, int id) {
+  const uint32_t key = order_key(suppressed ? -INFINITY : z);
+  return (static_cast<unsigned long long>(key) << 32) | (0xffffffffu - static_cast<uint32_t>(id));
+}
+
+// a += b, normalizers and best keys (either may be empty: max -inf, sum 0).
+__device__ __forceinline__ void merge_best(BestPartial& a, const BestPartial& b) {
+  const float top = fmaxf(a.max, b.max);
+  if (top != -INFINITY)
+    a.sum = (a.max == -INFINITY ? 0.0f : a.sum * expf(a.max - top)) + (b.max == -INFINITY ? 0.0f : b.sum * expf(b.max - top));
+  a.max = top;
+  a.best = max(a.best, b.best);
+}
+
+// Threads sharing one weight row's dot product in the folded output layer: eight lanes read 128 contiguous
+// bytes of the row at a time, and a chunk's rows are all multiplied at once (a thread per row would leave
+// most of the block idle; a warp per row spent its time reducing).
+constexpr int kRowThreads = 8;
+
+__device__ __forceinline__ unsigned long long block_max_key(unsigned long long value, unsigned long long* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) value = max(value, __shfl_xor_sync(kFullMask, value, offset));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  value = lane < kWarps ? scratch[lane] : 0ull;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) value = max(value, __shfl_xor_sync(kFullMask, value, offset));
+  return value;
+}
+
+// The block's partial of one row from its threads' (max, sum of exp(z - max), best key): every thread gets it.
+__device__ __forceinline__ BestPartial block_best(const BestPartial& mine, float* scratch, unsigned long long* keys) {
+  const float top = block_max(mine.max, scratch);
+  const float scaled = mine.max == -INFINITY ? 0.0f : mine.sum * expf(mine.max - top);
+  return BestPartial{top, block_sum(scaled, scratch), block_max_key(mine.best, keys)};
+}
+
+// After the last layer's norm (the block's normalized rows in shared.residual, the ring's first chunks
+// requested before the last barrier): the block's run of the vocabulary chunk by chunk, kRowThreads threads
+// per weight row, its logits z = x w + bias into shared memory; then a thread per logit for the block's
+// normalizer and best key per row; the last block to finish merges the grid's partials (fixed trees: every
+// replay gives the same sums) into each row's best id and its log-prob.
+template <int kRows, typename T>
+__device__ void select_best_tokens(const Arguments<T>& args, const Shared& shared, T* ring, float* extras,
+                                   unsigned final_stamp) {
+  constexpr int N = kVectorWidth<T>;
+  __shared__ float scratch[32];
+  __shared__ unsigned long long keys[32];
+  const GreedyOutput<T>& out = args.greedy;
+  const int d = args.width, rows = args.rows, vectors = d / N, grid = static_cast<int>(gridDim.x);
+  const VocabularyRun run = block_vocabulary(out.vocab);
+  const int length = run.end - run.first, stride = run_floats(out.vocab, grid);
+  const int chunks = (length + out.chunk_columns - 1) / out.chunk_columns;
+  const auto* words = reinterpret_cast<const uint32_t*>(extras + stride);
+  float* logits = extras + stride + run_words(out.vocab, grid);  // [rows, stride]
+  const T* inputs = static_cast<const T*>(shared.residual);
+  const int part = threadIdx.x % kRowThreads, team = threadIdx.x / kRowThreads;
+  const unsigned team_mask = 0xffu << (threadIdx.x % 32 / kRowThreads * kRowThreads);
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    prefetch_logit_chunk(out, d, ring, chunk + kLogitStages - 1);
+    wait_async_groups<kLogitStages - 1>();  // this thread's copies of `chunk` have landed
+    __syncthreads();                         // and everyone's
+    const T* slot = ring + static_cast<int64_t>(chunk % kLogitStages) * out.chunk_columns * d;
+    const int first = chunk * out.chunk_columns, count = min(out.chunk_columns, length - first);
+    for (int j = team; j < count; j += kThreads / kRowThreads) {
+      float partial[kRows];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) partial[r] = 0.0f;
+      const auto* weights = reinterpret_cast<const Vector<T, N>*>(slot + static_cast<int64_t>(j) * d);
+      for (int v = part; v < vectors; v += kRowThreads) {
+        const Vector<T, N> w = weights[v];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          if (r >= rows) break;
+          const Vector<T, N> x = reinterpret_cast<const Vector<T, N>*>(inputs + static_cast<int64_t>(r) * d)[v];
+#pragma unroll
+          for (int e = 0; e < N; ++e) partial[r] += to_float(w.value[e]) * to_float(x.value[e]);
+        }
+      }
+      const float shift = out.bias != nullptr ? extras[first + j] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (r >= rows) break;
+        float sum = partial[r];
+#pragma unroll
+        for (int offset = kRowThreads / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(team_mask, sum, offset);
+        if (part == 0) logits[r * stride + first + j] = sum + shift;
+      }
+    }
+    __syncthreads();  // the slot is read before a later prefetch reuses it
+  }
+  wait_async_copies();  // the empty groups past the run
+  // The block's partial per row, a thread per logit.
+  for (int r = 0; r < rows; ++r) {
+    BestPartial mine{-INFINITY, 0.0f, 0};
+    for (int i = threadIdx.x; i < length; i += kThreads) {
+      const int column = run.first + i;
+      const bool suppressed =
+          out.suppressed != nullptr && ((words[column / 32 - run.first / 32] >> (column % 32)) & 1u) != 0;
+      merge_best(mine, BestPartial{logits[r * stride + i], 1.0f, best_key(logits[r * stride + i], suppressed, column)});
+    }
+    const BestPartial block = block_best(mine, scratch, keys);
+    if (threadIdx.x == 0) out.partials[blockIdx.x * rows + r] = block;
+  }
+  __threadfence();  // the partials before the count that tells the last block to read them
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(out.done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int r = 0; r < rows; ++r) {
+    BestPartial mine{-INFINITY, 0.0f, 0};
+    for (int b = threadIdx.x; b < grid; b += kThreads) {
+      const BestPartial* from = out.partials + b * rows + r;
+      merge_best(mine, BestPartial{__ldcg(&from->max), __ldcg(&from->sum), __ldcg(&from->best)});
+    }
+    const BestPartial all = block_best(mine, scratch, keys);
+    if (threadIdx.x == 0) {
+      const float z = key_score(static_cast<uint32_t>(all.best >> 32));
+      const float log_sum_exp = all.max == -INFINITY ? -INFINITY : all.max + logf(all.sum);
+      out.values[r] = z == -INFINITY ? z : z - log_sum_exp;
+      out.ids[r] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(all.best));
+    }
+  }
+  record_time(args.trace, final_stamp, /*any_block=*/true);
+}
+
 // ---- the kernel ----
 
 // kTensorCores: the products run as mma tiles (fp16 only; staged rows are then padded by kRowPad).
@@ -770,8 +1018,16 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
   // entries of the row it continues, read before the barrier (after it, other blocks rewrite their rows), then
   // this step's entry.
   const LayerPointers<T>& last = args.layers[args.num_layers - 1];
+  const bool fold_output = args.greedy.weight != nullptr;  // every block normalizes for its share of the logits
+  T* ring = reinterpret_cast<T*>(reinterpret_cast<char*>(shared_memory) + args.greedy.buffer_offset);
+  float* extras = reinterpret_cast<float*>(ring + static_cast<int64_t>(kLogitStages) * args.greedy.chunk_columns * d);
   arrive(args.barrier, target);
-  if (blockIdx.x == 0) prefetch_norm(last.ffn_gamma, last.ffn_beta, d, shared);
+  if (blockIdx.x == 0 || fold_output) prefetch_norm(last.ffn_gamma, last.ffn_beta, d, shared);
+  if (fold_output) {
+    commit_async_copies();  // the norm's own group: its stage waits for nothing later
+    prefetch_logit_extras(args.greedy, extras);  // in the first chunk's group
+    for (int chunk = 0; chunk < kLogitStages - 1; ++chunk) prefetch_logit_chunk(args.greedy, d, ring, chunk);
+  }
   const int rewritten = static_cast<int>(blockIdx.x) < rows ? static_cast<int>(blockIdx.x) : -1;
   const bool moves = rewritten >= 0 && step(kHistoryRow, rewritten) != rewritten;  // in place otherwise
   if (moves) stage_history(rewritten);
@@ -784,9 +1040,17 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
     const bool entry = position >= 0 && position < args.history_capacity && block >= 0 && block < args.cache_blocks;
     if (threadIdx.x == 0 && entry) row[position] = block;
   }
+  const unsigned final_stamp = target / gridDim.x + 1;
+  if constexpr (!kTensorCores) {
+    if (fold_output) {
+      stage_normalized<T, kLogitStages - 1>(args.sums, args, shared, blockIdx.x == 0 ? args.output : nullptr);
+      select_best_tokens<kCudaCoreRows<T>>(args, shared, ring, extras, final_stamp);
+      return;
+    }
+  }
   if (blockIdx.x == 0) {
     stage_normalized<T>(args.sums, args, shared, args.output);
-    record_time(args.trace, target / gridDim.x + 1);
+    record_time(args.trace, final_stamp);
   }
 }
 
@@ -844,11 +1108,26 @@ size_t shared_limit() {
 
 int grid_blocks() { return context().properties.multiProcessorCount; }
 
-// The shape's layout with as many keys copied ahead (at most one per thread) as the shared memory holds.
-SharedLayout layout_for(int rows, int width, int ffn, int head_dim, int max_keys, int history_capacity, size_t element) {
+size_t align_16(size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+// Shared memory after the ring: the block's bias run, bitmap words and logits (rows of them).
+size_t fold_extras_bytes(int vocab, int rows) {
+  const int grid = grid_blocks();
+  return (static_cast<size_t>(run_floats(vocab, grid)) * (1 + rows) + run_words(vocab, grid)) * sizeof(float);
+}
+
+// Shared memory the folded output layer needs at least after the layout: its ring of the smallest chunks.
+size_t fold_reserve_bytes(int width, size_t element, int vocab, int rows) {
+  return static_cast<size_t>(kLogitStages) * kLogitMinChunkColumns * width * element + fold_extras_bytes(vocab, rows);
+}
+
+// The shape's layout with as many keys copied ahead (at most one per thread) as the shared memory holds
+// besides `reserve` bytes (the folded output layer's ring).
+SharedLayout layout_for(int rows, int width, int ffn, int head_dim, int max_keys, int history_capacity, size_t element,
+                        size_t reserve) {
   int keys = std::min(max_keys, kThreads);
   SharedLayout layout = shared_layout(rows, width, ffn, head_dim, max_keys, history_capacity, keys, element, grid_blocks());
-  while (keys > 0 && layout.bytes > shared_limit()) {
+  while (keys > 0 && align_16(layout.bytes) + reserve > shared_limit()) {
     keys /= 2;
     layout = shared_layout(rows, width, ffn, head_dim, max_keys, history_capacity, keys, element, grid_blocks());
   }
@@ -884,10 +1163,35 @@ void launch_kernel(const Arguments<T>& args, size_t shared_bytes, cudaStream_t s
   CUDA_CHECK_LAUNCH();
 }
 
+// Bytes of the workspace before the folded output layer's partials: the counters' 256, the sums and the
+// activations, rounded up to 16.
+size_t partials_offset(int64_t rows, int64_t width, int64_t ffn, size_t element) {
+  const size_t used = 256 + static_cast<size_t>(rows * width) * sizeof(float) + static_cast<size_t>(rows * (2 * width + ffn)) * element;
+  return (used + 15) / 16 * 16;
+}
+
+template <typename T>
+GreedyOutput<T> greedy_output(const ops::PersistentGreedyOutput& output, char* workspace, size_t partials_at) {
+  GreedyOutput<T> greedy{};
+  greedy.weight = output.weight->data<T>();
+  greedy.bias = output.bias != nullptr ? output.bias->data<float>() : nullptr;
+  greedy.suppressed = output.suppressed_bitmap != nullptr
+                          ? reinterpret_cast<const uint32_t*>(output.suppressed_bitmap->data<int32_t>())
+                          : nullptr;
+  greedy.values = output.values->data<float>();
+  greedy.ids = output.ids->data<int32_t>();
+  greedy.partials = reinterpret_cast<BestPartial*>(workspace + partials_at);
+  greedy.done = reinterpret_cast<unsigned*>(workspace + 128);
+  greedy.vocab = static_cast<int>(output.weight->dim(0));
+  greedy.streamed = static_cast<size_t>(output.weight->bytes()) * 2 > static_cast<size_t>(context().properties.l2CacheSize);
+  SEQTRANS_CHECK(is_aligned(greedy.weight, 16), "persistent_decoder_step: the output weight is not 16-byte aligned");
+  return greedy;
+}
+
 template <typename T>
 void launch_persistent_decoder(const Tensor& x, const std::vector<ops::PersistentDecoderLayer>& layers,
-                               const ops::PersistentDecoderStep& step, Tensor& workspace, Tensor* trace,
-                               Tensor& out, cudaStream_t stream) {
+                               const ops::PersistentDecoderStep& step, const ops::PersistentGreedyOutput* output,
+                               Tensor& workspace, Tensor* trace, Tensor& out, cudaStream_t stream) {
   Arguments<T> args{};
   args.num_layers = static_cast<int>(layers.size());
   for (size_t l = 0; l < layers.size(); ++l) {
@@ -937,10 +1241,12 @@ void launch_persistent_decoder(const Tensor& x, const std::vector<ops::Persisten
   args.source_span = static_cast<int>(step.source_span);
   args.max_keys = std::max(args.history_capacity, args.source_span);
 
-  // Workspace: the barrier counter first (its own 256 bytes), then the activations.
+  // Workspace: the counters first (the barrier's, the folded output layer's 128 bytes on; 256 bytes in
+  // all), then the activations, then the output layer's partials.
   const int64_t rows = args.rows, d = args.width;
   char* base = static_cast<char*>(workspace.raw());
   args.barrier = reinterpret_cast<unsigned*>(base);
+  if (output != nullptr) args.greedy = greedy_output<T>(*output, base, partials_offset(rows, d, args.ffn, sizeof(T)));
   float* sums = reinterpret_cast<float*>(base + 256);
   args.sums = sums;
   T* activations = reinterpret_cast<T*>(sums + rows * d);
@@ -948,25 +1254,55 @@ void launch_persistent_decoder(const Tensor& x, const std::vector<ops::Persisten
   args.context = args.query + rows * d;
   args.hidden = args.context + rows * d;
   args.trace = trace != nullptr ? reinterpret_cast<unsigned long long*>(trace->raw()) : nullptr;
-  CUDA_CHECK(cudaMemsetAsync(args.barrier, 0, sizeof(unsigned), stream));
+  CUDA_CHECK(cudaMemsetAsync(args.barrier, 0, output != nullptr ? 256 : sizeof(unsigned), stream));
 
-  const SharedLayout layout =
-      layout_for(args.rows, args.width, args.ffn, args.head_dim, args.max_keys, args.history_capacity, sizeof(T));
+  const int vocab = output != nullptr ? static_cast<int>(output->weight->dim(0)) : 0;
+  const size_t reserve = output != nullptr ? fold_reserve_bytes(args.width, sizeof(T), vocab, args.rows) : 0;
+  const SharedLayout layout = layout_for(args.rows, args.width, args.ffn, args.head_dim, args.max_keys,
+                                         args.history_capacity, sizeof(T), reserve);
   args.cache_keys = layout.cache_keys;
   args.work_floats = layout.work_floats;
   args.warp_weights = layout.warp_weights;
+  size_t shared_bytes = layout.bytes;
+  if (output != nullptr) {
+    // The ring after the layout, as large as what is left allows, up to kLogitStages full chunks.
+    const size_t row_bytes = static_cast<size_t>(args.width) * sizeof(T), offset = align_16(layout.bytes);
+    const size_t left = shared_limit() - std::min(shared_limit(), offset + fold_extras_bytes(vocab, args.rows));
+    const size_t ring = std::min(left, static_cast<size_t>(kLogitStages) * kLogitChunkBytes);
+    args.greedy.buffer_offset = static_cast<int>(offset);
+    args.greedy.chunk_columns = static_cast<int>(ring / (kLogitStages * row_bytes));
+    SEQTRANS_CHECK(args.greedy.chunk_columns >= kLogitMinChunkColumns,
+                   "persistent_decoder_step: no room for the output layer's weight chunks");
+    shared_bytes = offset + static_cast<size_t>(kLogitStages) * args.greedy.chunk_columns * row_bytes +
+                   fold_extras_bytes(vocab, args.rows);
+  }
   if constexpr (std::is_same_v<T, __half>) {
     if (use_tensor_cores(sizeof(T), args.rows, args.width, args.ffn))
-      return launch_kernel<T, true>(args, layout.bytes, stream);
+      return launch_kernel<T, true>(args, shared_bytes, stream);
   }
-  launch_kernel<T, false>(args, layout.bytes, stream);
+  launch_kernel<T, false>(args, shared_bytes, stream);
 }
 
 }  // namespace
 
 size_t persistent_decoder_workspace_bytes(int64_t rows, int64_t width, int64_t ffn, DataType dtype) {
-  return 256 + static_cast<size_t>(rows * width) * sizeof(float) +
-         static_cast<size_t>(rows * (2 * width + ffn)) * dtype_size(dtype);
+  return partials_offset(rows, width, ffn, dtype_size(dtype)) +
+         static_cast<size_t>(grid_blocks() * rows) * sizeof(BestPartial);
+}
+
+bool persistent_output_fits(DataType dtype, int64_t rows, int64_t width, int64_t ffn, int64_t heads, int64_t max_keys,
+                            int64_t vocab) {
+  const int64_t cuda_core_rows = dtype == DataType::F16 ? kCudaCoreRows<__half> : kCudaCoreRows<float>;
+  if (rows < 1 || rows > cuda_core_rows || heads < 1 || width % heads != 0 ||
+      use_tensor_cores(dtype_size(dtype), static_cast<int>(rows), static_cast<int>(width), static_cast<int>(ffn)))
+    return false;
+  // With no keys copied ahead (layout_for's last resort), the layout and the smallest ring fit.
+  const SharedLayout layout = shared_layout(static_cast<int>(rows), static_cast<int>(width), static_cast<int>(ffn),
+                                            static_cast<int>(width / heads), static_cast<int>(max_keys),
+                                            static_cast<int>(max_keys), 0, dtype_size(dtype), grid_blocks());
+  const size_t reserve = fold_reserve_bytes(static_cast<int>(width), dtype_size(dtype), static_cast<int>(vocab),
+                                           static_cast<int>(rows));
+  return align_16(layout.bytes) + reserve <= shared_limit();
 }
 
 bool persistent_decoder_fits(DataType dtype, int64_t rows, int64_t width, int64_t ffn, int64_t heads, int64_t layers,
@@ -989,14 +1325,14 @@ bool persistent_decoder_fits(DataType dtype, int64_t rows, int64_t width, int64_
 }
 
 void persistent_decoder_step(const Tensor& x, const std::vector<ops::PersistentDecoderLayer>& layers,
-                             const ops::PersistentDecoderStep& step, Tensor& workspace, Tensor* trace, Tensor& out,
-                             cudaStream_t stream) {
+                             const ops::PersistentDecoderStep& step, const ops::PersistentGreedyOutput* output,
+                             Tensor& workspace, Tensor* trace, Tensor& out, cudaStream_t stream) {
   check_on_device("persistent_decoder_step", "x", x);
   check_on_device("persistent_decoder_step", "workspace", workspace);
   if (x.dtype() == DataType::F16)
-    launch_persistent_decoder<__half>(x, layers, step, workspace, trace, out, stream);
+    launch_persistent_decoder<__half>(x, layers, step, output, workspace, trace, out, stream);
   else
-    launch_persistent_decoder<float>(x, layers, step, workspace, trace, out, stream);
+    launch_persistent_decoder<float>(x, layers, step, output, workspace, trace, out, stream);
 }
 
 }  // namespace seqtrans::cuda

@@ -22,6 +22,7 @@ void apply(const EngineSettings& settings, ModelOptions& model, SearchOptions& s
   model.packed_encoder = settings.packed_encoder;
   model.persistent_decode_rows = settings.persistent_decode ? settings.persistent_decode_rows : 0;
   model.steps_per_read = settings.steps_at_once ? kStepsPerReadAuto : 1;
+  model.persistent_argmax = settings.persistent_argmax;
 }
 
 std::string describe(const EngineSettings& settings) {
@@ -30,7 +31,8 @@ std::string describe(const EngineSettings& settings) {
          (settings.fused_output ? "fused" : "host") + " top-k (" + topk_name(settings.topk_algorithm) + ")" +
          (settings.cuda_graphs ? "" : ", no CUDA graphs") + (settings.packed_encoder ? "" : ", padded encoder") +
          (settings.persistent_decode ? "" : ", no persistent decode") +
-         (settings.steps_at_once ? "" : ", greedy steps read one at a time");
+         (settings.steps_at_once ? "" : ", greedy steps read one at a time") +
+         (settings.persistent_argmax ? "" : ", greedy output layer outside the persistent kernel");
 }
 
 std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload) {
@@ -78,6 +80,12 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   persistent.with_idea.persistent_decode = true;
   persistent.without_idea.persistent_decode = false;
   list.push_back(persistent);
+
+  // Greedy steps that the persistent kernel runs: 1.00x elsewhere.
+  Ablation argmax{"no-persistent-argmax", "output layer in the persistent kernel", base, base};
+  argmax.with_idea.persistent_argmax = true;
+  argmax.without_idea.persistent_argmax = false;
+  list.push_back(argmax);
 
   // Greedy search only (beam search and sampling read every step): 1.00x elsewhere.
   Ablation at_once{"no-steps-at-once", "greedy steps at once", base, base};

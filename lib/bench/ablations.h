@@ -26,12 +26,15 @@ struct EngineSettings {
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
   // Greedy steps run several at once on CUDA, fed on the device, read together (off: --no-steps-at-once).
   bool steps_at_once = true;
+  // Greedy steps in the persistent kernel run the output layer in it too (off: --no-persistent-argmax).
+  bool persistent_argmax = true;
 
   bool operator==(const EngineSettings& other) const {
     return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
            topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs &&
            packed_encoder == other.packed_encoder && persistent_decode == other.persistent_decode &&
-           persistent_decode_rows == other.persistent_decode_rows && steps_at_once == other.steps_at_once;
+           persistent_decode_rows == other.persistent_decode_rows && steps_at_once == other.steps_at_once &&
+           persistent_argmax == other.persistent_argmax;
   }
 };
 

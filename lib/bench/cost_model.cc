@@ -86,9 +86,12 @@ double persistent_phase_weight_bytes(const ModelShape& model, const std::string&
   const double d = static_cast<double>(model.d_model), f = static_cast<double>(model.decoder_ffn);
   // Weight elements of each phase of ops::kPersistentDecoderPhaseNames, in its order.
   const double elements[ops::kPersistentDecoderPhasesPerLayer] = {3 * d * d, 0, d * d, d * d, 0, d * d, f * d, d * f};
+  const size_t prefix = std::strlen(ops::kPersistentDecoderStagePrefix);
   for (int64_t i = 0; i < ops::kPersistentDecoderPhasesPerLayer; ++i)
-    if (phase == ops::kPersistentDecoderPhaseNames[i] + std::strlen(ops::kPersistentDecoderStagePrefix))
-      return elements[i] * static_cast<double>(element_bytes);
+    if (phase == ops::kPersistentDecoderPhaseNames[i] + prefix) return elements[i] * static_cast<double>(element_bytes);
+  // The greedy output layer folded in: the output weight, and the bias (kept in fp32).
+  if (phase == ops::kPersistentDecoderFinalOutputPhase + prefix)
+    return static_cast<double>(model.vocab) * (d * static_cast<double>(element_bytes) + (model.output_bias ? 4 : 0));
   return 0;
 }
 

@@ -50,6 +50,7 @@ namespace {
 std::vector<std::string> persistent_stage_order() {
   std::vector<std::string> order(std::begin(ops::kPersistentDecoderPhaseNames), std::end(ops::kPersistentDecoderPhaseNames));
   order.emplace_back(ops::kPersistentDecoderFinalPhase);
+  order.emplace_back(ops::kPersistentDecoderFinalOutputPhase);
   order.emplace_back(ops::kPersistentDecoderLaunchPhase);
   return order;
 }

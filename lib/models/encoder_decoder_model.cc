@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -623,7 +624,8 @@ void EncoderDecoderModel::fill_step_inputs(EncoderDecoderState& state, const std
   state.history_lengths.assign(row(kKeyLengths), row(kKeyLengths) + state.rows);
 }
 
-Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) const {
+EncoderDecoderModel::DecodedStep EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows,
+                                                             const ops::PersistentGreedyOutput* greedy) const {
   const auto input = [&](StepInput which) {
     return state.step_inputs.slice_rows(which, which + 1).reshape({state.rows}).slice_rows(0, rows);
   };
@@ -637,7 +639,8 @@ Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) con
   // The persistent kernel reads the history through the reorder and rewrites its rows in place.
   const DecoderStepInputs in_place{positions,      key_lengths,        state.history, memory_starts,
                                    source_lengths, state.source_span, &cache_rows};
-  if (persistent_layers(state, x, in_place, reorder)) return x;
+  bool selected = false;
+  if (persistent_layers(state, x, in_place, reorder, greedy, selected)) return DecodedStep{x, selected};
   // The layers read a reordered copy, which then goes back.
   Tensor history({rows, state.capacity}, DataType::I32, options_.device);
   ops::copy_row_prefixes(state.history, &reorder, positions, history);
@@ -646,11 +649,12 @@ Tensor EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows) con
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   Tensor kept = state.history.slice_rows(0, rows);
   ops::copy_row_prefixes(history, nullptr, key_lengths, kept);
-  return x;
+  return DecodedStep{x, false};
 }
 
 bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs,
-                                            const Tensor& reorder) const {
+                                            const Tensor& reorder, const ops::PersistentGreedyOutput* greedy,
+                                            bool& selected) const {
   const int64_t persistent_rows = options_.persistent_decode_rows == kPersistentDecodeAuto
                                       ? default_persistent_decode_rows(options_.dtype)
                                       : options_.persistent_decode_rows;
@@ -663,8 +667,23 @@ bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& 
                                         config_.layer_norm_epsilon, config_.activation, &reorder};
   if (!ops::persistent_decoder_fits(x, layers, step)) return false;
   ++step_counts_.persistent;
-  x = ops::persistent_decoder_step(x, layers, step);
+  selected = greedy != nullptr && options_.persistent_argmax && ops::persistent_output_fits(x, layers, step, *greedy);
+  if (selected) ++step_counts_.persistent_argmax;
+  x = ops::persistent_decoder_step(x, layers, step, selected ? greedy : nullptr);
   return true;
+}
+
+void EncoderDecoderModel::decode_and_select(EncoderDecoderState& state, int64_t rows, int k,
+                                            const RepetitionRequest* repetitions, Tensor& values, Tensor& ids) const {
+  const bool greedy = k == 1 && (repetitions == nullptr || !repetitions->on());
+  std::optional<ops::PersistentGreedyOutput> fold;
+  if (greedy) {
+    const Tensor& bitmap = state.suppressed_bitmaps[static_cast<size_t>(state.suppressed)];
+    fold = ops::PersistentGreedyOutput{&output_weight_, output_bias_.defined() ? &output_bias_ : nullptr,
+                                       bitmap.defined() ? &bitmap : nullptr, &values, &ids};
+  }
+  const DecodedStep decoded = decode(state, rows, fold ? &*fold : nullptr);
+  if (!decoded.selected) output_layer(state, decoded.x, k, repetitions, values, ids);
 }
 
 void EncoderDecoderModel::finish_step(EncoderDecoderState& state) {
@@ -681,7 +700,7 @@ Tensor EncoderDecoderModel::logits(const Tensor& x) const {
 Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int32_t>& input_ids) {
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   const int64_t rows = prepare_step(state, input_ids, /*graph=*/false);
-  const Tensor x = decode(state, rows);
+  const Tensor x = decode(state, rows).x;
   finish_step(state);
   const ProfileScope profile("output layer");
   Tensor result = logits(x);
@@ -731,7 +750,7 @@ void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int
     return;
   }
   outputs = StepOutputs(rows, k, options_.device);
-  output_layer(state, decode(state, rows), k, &repetitions, outputs.values, outputs.ids);
+  decode_and_select(state, rows, k, &repetitions, outputs.values, outputs.ids);
   ++step_counts_.launched;
 }
 
@@ -745,7 +764,7 @@ void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t row
     // A shape's first step runs op by op: a shape met once (a bucket the batch passes in one step) costs
     // no recording, which takes longer than launching the ops.
     outputs = StepOutputs(rows, k, options_.device);
-    output_layer(state, decode(state, rows), k, /*repetitions=*/nullptr, outputs.values, outputs.ids);
+    decode_and_select(state, rows, k, /*repetitions=*/nullptr, outputs.values, outputs.ids);
     ++step_counts_.launched;
     return;
   } else {
@@ -753,7 +772,7 @@ void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t row
     step_graph = created.get();
     step_graph->graph.capture([&] {
       step_graph->outputs = StepOutputs(rows, k, options_.device);  // from the graph's pool
-      output_layer(state, decode(state, rows), k, nullptr, step_graph->outputs.values, step_graph->outputs.ids);
+      decode_and_select(state, rows, k, nullptr, step_graph->outputs.values, step_graph->outputs.ids);
     });
     state.graphs.emplace(key, std::move(created));
     ++step_counts_.captured;

@@ -47,6 +47,9 @@ struct ModelOptions {
   // one's choices on the device, read back together (StepModel::steps_per_read); 1 reads every step
   // (--no-steps-at-once); kStepsPerReadAuto: the device's default.
   int steps_per_read = kStepsPerReadAuto;
+  // Greedy steps that the persistent kernel runs also run the output layer in it (logits, normalizer and
+  // argmax: ops::PersistentGreedyOutput) where the shape allows. false: --no-persistent-argmax.
+  bool persistent_argmax = true;
 };
 
 // How decoder steps ran (fused output layer only): op by op, recorded into a new graph, or replayed.
@@ -56,6 +59,7 @@ struct StepCounts {
   int64_t replayed = 0;
   int64_t memory_compactions = 0;  // times the encoder memory pool moved the runs in flight to its front
   int64_t persistent = 0;  // steps launched or recorded through the persistent decoder kernel
+  int64_t persistent_argmax = 0;  // of which with the output layer folded in (greedy)
   int64_t at_once = 0;     // steps run in groups, fed on the device (step_candidates_run)
 };
 
@@ -136,12 +140,21 @@ class EncoderDecoderModel : public StepModel {
   void grow_sentence_rows(EncoderDecoderState& state, int64_t count) const;
   // The suppressed-id list on the device, copied again only when it changes (it rarely does).
   void update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const;
-  // The decoder layers for one step over `rows` rows: device work only, so a graph can record it.
-  // Returns the top layer's output [rows, d].
-  Tensor decode(EncoderDecoderState& state, int64_t rows) const;
-  // Every decoder layer of the step in the persistent kernel, where it runs this step (x becomes the output).
-  bool persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs,
-                         const Tensor& reorder) const;
+  // The decoder layers for one step over `rows` rows: device work only, so a graph can record it. x: the top
+  // layer's output [rows, d]; selected: the persistent kernel also ran the output layer of `greedy` (given
+  // for greedy steps), whose values and ids then hold the step's choices.
+  struct DecodedStep {
+    Tensor x;
+    bool selected = false;
+  };
+  DecodedStep decode(EncoderDecoderState& state, int64_t rows, const ops::PersistentGreedyOutput* greedy = nullptr) const;
+  // Every decoder layer of the step in the persistent kernel, where it runs this step (x becomes the output),
+  // and the output layer of `greedy` with them where the kernel can fold it in (`selected` says so).
+  bool persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs, const Tensor& reorder,
+                         const ops::PersistentGreedyOutput* greedy, bool& selected) const;
+  // decode() and output_layer() for one step: the rows' k best (or draws) into values and ids.
+  void decode_and_select(EncoderDecoderState& state, int64_t rows, int k, const RepetitionRequest* repetitions,
+                         Tensor& values, Tensor& ids) const;
   // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
   Tensor logits(const Tensor& x) const;
   // The fused output layer: the k best log-probs per row and their ids ([rows, k]), or, for k = kSampled,

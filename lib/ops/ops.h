@@ -246,14 +246,30 @@ struct PersistentDecoderStep {
   Activation activation = Activation::Relu;
   const Tensor* reorder = nullptr;
 };
+// The output layer folded into the persistent step, for greedy search: each row's best id that the bitmap
+// does not suppress and its log-prob, z - logsumexp(z) over the whole vocabulary with z = x W^T + bias,
+// written as log_softmax_topk writes k = 1 (ties to the lower id). Saves the logits' product, the argmax and
+// their launches; persistent_output_fits says for which shapes.
+struct PersistentGreedyOutput {
+  const Tensor* weight = nullptr;             // [V, d], x's dtype
+  const Tensor* bias = nullptr;               // [V] fp32 (the model keeps it so), or none
+  const Tensor* suppressed_bitmap = nullptr;  // suppression_bitmap(ids, V), or none
+  Tensor* values = nullptr;                   // [rows] fp32 (any shape of rows elements)
+  Tensor* ids = nullptr;                      // [rows] int32
+};
+inline constexpr const char* kPersistentDecoderFinalOutputPhase = "persistent: final norm and output layer";
 // Whether the persistent step runs this shape: a CUDA tensor x [rows, d], rows and layers within the limits,
 // head width <= 128, and the rows' inputs and keys within the kernel's shared memory.
 bool persistent_decoder_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
                              const PersistentDecoderStep& step);
+// Whether the step can fold this output layer in (the rows' products on CUDA cores: fp16 up to 2 rows).
+bool persistent_output_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
+                            const PersistentDecoderStep& step, const PersistentGreedyOutput& output);
 // x [rows, d] (the embedded tokens) -> the last layer's output [rows, d]; appends the step's keys and values
-// to the caches and the history, like the layers' steps. Throws where persistent_decoder_fits does not hold.
+// to the caches and the history, like the layers' steps. With `output`, also selects each row's best token.
+// Throws where persistent_decoder_fits (and persistent_output_fits) does not hold.
 Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
-                               const PersistentDecoderStep& step);
+                               const PersistentDecoderStep& step, const PersistentGreedyOutput* output = nullptr);
 
 }  // namespace ops
 }  // namespace seqtrans

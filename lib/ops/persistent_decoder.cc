@@ -79,8 +79,51 @@ bool persistent_decoder_fits(const Tensor& x, const std::vector<PersistentDecode
 #endif
 }
 
+bool persistent_output_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
+                            const PersistentDecoderStep& step, const PersistentGreedyOutput& output) {
+#ifdef SEQTRANS_WITH_CUDA
+  if (x.device() != Device::CUDA || x.rank() != 2 || layers.empty() || output.weight == nullptr) return false;
+  const int64_t max_keys = std::max(step.history->dim(1), step.source_span);
+  return cuda::persistent_output_fits(x.dtype(), x.dim(0), x.dim(1), layers.front().inner_weight->dim(0),
+                                      step.num_heads, max_keys, output.weight->dim(0));
+#else
+  (void)x, (void)layers, (void)step, (void)output;
+  return false;
+#endif
+}
+
+namespace {
+
+void check_output(const PersistentGreedyOutput& output, const Tensor& x) {
+  check_rank(kOp, "output weight", *output.weight, 2);
+  check_extent(kOp, "output weight", *output.weight, 1, x.dim(1));
+  check_like(kOp, "output weight", *output.weight, x);
+  const int64_t vocab = output.weight->dim(0);
+  if (output.bias != nullptr) {
+    check_rank(kOp, "output bias", *output.bias, 1);
+    check_extent(kOp, "output bias", *output.bias, 0, vocab);
+    check_dtype(kOp, "output bias", *output.bias, DataType::F32);
+    SEQTRANS_CHECK(output.bias->device() == x.device(), "{}: the output bias is not on x's device", kOp);
+  }
+  if (output.suppressed_bitmap != nullptr) {
+    check_rank(kOp, "suppressed bitmap", *output.suppressed_bitmap, 1);
+    check_extent(kOp, "suppressed bitmap", *output.suppressed_bitmap, 0, (vocab + 31) / 32);
+    check_dtype(kOp, "suppressed bitmap", *output.suppressed_bitmap, DataType::I32);
+    SEQTRANS_CHECK(output.suppressed_bitmap->device() == x.device(), "{}: the suppressed bitmap is not on x's device",
+                   kOp);
+  }
+  SEQTRANS_CHECK(output.values != nullptr && output.values->dtype() == DataType::F32 &&
+                     output.values->elements() == x.dim(0) && output.values->device() == x.device(),
+                 "{}: the best values must be {} fp32 elements on x's device", kOp, x.dim(0));
+  SEQTRANS_CHECK(output.ids != nullptr && output.ids->dtype() == DataType::I32 &&
+                     output.ids->elements() == x.dim(0) && output.ids->device() == x.device(),
+                 "{}: the best ids must be {} int32 elements on x's device", kOp, x.dim(0));
+}
+
+}  // namespace
+
 Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
-                               const PersistentDecoderStep& step) {
+                               const PersistentDecoderStep& step, const PersistentGreedyOutput* output) {
   check_rank(kOp, "x", x, 2);
   check_float(kOp, "x", x);
   SEQTRANS_CHECK(persistent_decoder_fits(x, layers, step),
@@ -89,19 +132,24 @@ Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDeco
   const int64_t ffn = layers.front().inner_weight->dim(0);
   for (const PersistentDecoderLayer& layer : layers) check_layer(layer, x, ffn);
   check_step(step, x.dim(0));
+  if (output != nullptr) {
+    SEQTRANS_CHECK(persistent_output_fits(x, layers, step, *output),
+                   "{}: {} rows do not fit the folded output layer", kOp, x.dim(0));
+    check_output(*output, x);
+  }
   Tensor out(x.shape(), x.dtype(), x.device());
 #ifdef SEQTRANS_WITH_CUDA
   const size_t bytes = cuda::persistent_decoder_workspace_bytes(x.dim(0), x.dim(1), ffn, x.dtype());
   Tensor workspace({static_cast<int64_t>((bytes + 3) / 4)}, DataType::I32, x.device());
   if (!Profiler::instance().enabled()) {
-    SEQTRANS_ON_CUDA(persistent_decoder_step, x, layers, step, workspace, nullptr, out);
+    SEQTRANS_ON_CUDA(persistent_decoder_step, x, layers, step, output, workspace, nullptr, out);
     return out;
   }
   // Profiling: the kernel stamps each phase's end, and every phase becomes a stage of its own.
   const int64_t phases = kPersistentDecoderPhasesPerLayer * static_cast<int64_t>(layers.size()) + 1;
   Tensor trace({2 * (phases + 1)}, DataType::I32, x.device());
   const auto start = std::chrono::steady_clock::now();
-  SEQTRANS_ON_CUDA(persistent_decoder_step, x, layers, step, workspace, &trace, out);
+  SEQTRANS_ON_CUDA(persistent_decoder_step, x, layers, step, output, workspace, &trace, out);
   const std::vector<int32_t> words = trace.to_int_vector();  // waits for the kernel
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<uint64_t> stamps(static_cast<size_t>(phases + 1));
@@ -110,8 +158,8 @@ Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDeco
   for (int64_t phase = 0; phase < phases; ++phase) {
     const double seconds = static_cast<double>(stamps[phase + 1] - stamps[phase]) * 1e-9;
     const bool last = phase + 1 == phases;
-    Profiler::instance().add(last ? kPersistentDecoderFinalPhase
-                                  : kPersistentDecoderPhaseNames[phase % kPersistentDecoderPhasesPerLayer],
+    const char* final_phase = output != nullptr ? kPersistentDecoderFinalOutputPhase : kPersistentDecoderFinalPhase;
+    Profiler::instance().add(last ? final_phase : kPersistentDecoderPhaseNames[phase % kPersistentDecoderPhasesPerLayer],
                              seconds);
     in_phases += seconds;
   }

@@ -1,8 +1,8 @@
 // The persistent decoder kernel (every layer of a small step in one launch), forced on up to its most rows,
 // against the same steps run layer by layer: in fp32 the tokens are identical and the scores within 1e-4,
-// launched op by op and replayed as graphs, greedy and beam 4 (up to 12 rows); in fp16 it keeps the CPU's
-// tokens on the bundled model, and on Transformer-base's shape its logits are as close to the CPU's as the
-// layers' are.
+// launched op by op and replayed as graphs, greedy (the output layer folded into the kernel) and beam 4 (up
+// to 12 rows); in fp16 it keeps the CPU's tokens on the bundled model, greedy one sentence at a time (folded)
+// and in batches, and on Transformer-base's shape its logits are as close to the CPU's as the layers' are.
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -47,6 +47,8 @@ TEST_CASE("the persistent decoder kernel equals the layers launched one by one (
         CHECK(max_difference <= 1e-4);
         CHECK(with_kernel.step_counts().persistent > 0);
         CHECK(without_kernel.step_counts().persistent == 0);
+        // Greedy steps of 1 and 3 rows run the output layer in the kernel; beam steps (k > 1) never do.
+        CHECK((with_kernel.step_counts().persistent_argmax > 0) == (beam == 1));
       }
     }
   }
@@ -64,15 +66,19 @@ TEST_CASE("the persistent decoder kernel in fp16 keeps the CPU's tokens on the b
   ModelOptions persistent{Device::CUDA, DataType::F16};
   persistent.persistent_decode_rows = ops::kPersistentDecoderMaxRows;
   EncoderDecoderModel gpu(file, persistent);
-  for (const int beam : {1, 4}) {
-    const std::vector<SearchResult> expected = search_in_batches(cpu, sources, beam, 16);
-    const std::vector<SearchResult> actual = search_in_batches(gpu, sources, beam, 4);  // 4 or 16 rows
+  // Greedy one sentence at a time (1 row: the output layer in the kernel), then 4 rows, then beam 4 (16 rows).
+  const std::vector<SearchResult> greedy_cpu = search_in_batches(cpu, sources, 1, 16);
+  const std::vector<SearchResult> beam_cpu = search_in_batches(cpu, sources, 4, 16);
+  for (const auto& [beam, batch] : {std::pair<int, size_t>{1, 1}, {1, 4}, {4, 4}}) {
+    const std::vector<SearchResult>& expected = beam == 1 ? greedy_cpu : beam_cpu;
+    const std::vector<SearchResult> actual = search_in_batches(gpu, sources, beam, batch);
     const size_t identical = compare_best(actual, expected).identical;
-    std::cout << fmt::format("persistent decoder fp16, beam {}: GPU = CPU fp32 on {}/{} inputs ({:.1f}%)\n", beam,
-                             identical, sources.size(), 100.0 * identical / sources.size());
+    std::cout << fmt::format("persistent decoder fp16, beam {}, batch {}: GPU = CPU fp32 on {}/{} inputs ({:.1f}%)\n",
+                             beam, batch, identical, sources.size(), 100.0 * identical / sources.size());
     CHECK(identical >= sources.size() * 95 / 100);
   }
   CHECK(gpu.step_counts().persistent > 0);
+  CHECK(gpu.step_counts().persistent_argmax > 0);
 }
 
 namespace {

@@ -94,6 +94,10 @@ TEST_CASE("bench cost model: the weight bytes of each persistent-kernel phase", 
   // Attention reads caches, not weights; the last two are not a layer's products.
   CHECK(persistent_phase_weight_bytes(shape, "self-attention", 2) == 0);
   CHECK(persistent_phase_weight_bytes(shape, "final norm", 2) == 0);
+  // With the greedy output layer folded in, the last phase streams the output weight.
+  const double bias_bytes = shape.output_bias ? 4.0 : 0.0;
+  CHECK(persistent_phase_weight_bytes(shape, "final norm and output layer", 2) ==
+        static_cast<double>(shape.vocab) * (512.0 * 2 + bias_bytes));
   CHECK(persistent_phase_weight_bytes(shape, "no such phase", 2) == 0);
   // A layer's products: 7.3 MB in fp16 at Transformer-base.
   double layer = 0;
