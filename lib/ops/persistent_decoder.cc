@@ -64,36 +64,6 @@ void check_step(const PersistentDecoderStep& step, int64_t rows) {
   check_dtype(kOp, "history", *step.history, DataType::I32);
 }
 
-}  // namespace
-
-bool persistent_decoder_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
-                             const PersistentDecoderStep& step) {
-#ifdef SEQTRANS_WITH_CUDA
-  if (x.device() != Device::CUDA || x.rank() != 2 || layers.empty() || step.cache_rows == nullptr) return false;
-  const int64_t max_keys = std::max(step.history->dim(1), step.source_span);  // the longest list a row reads
-  return cuda::persistent_decoder_fits(x.dtype(), x.dim(0), x.dim(1), layers.front().inner_weight->dim(0),
-                                       step.num_heads, static_cast<int64_t>(layers.size()), max_keys);
-#else
-  (void)x, (void)layers, (void)step;
-  return false;
-#endif
-}
-
-bool persistent_output_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
-                            const PersistentDecoderStep& step, const PersistentGreedyOutput& output) {
-#ifdef SEQTRANS_WITH_CUDA
-  if (x.device() != Device::CUDA || x.rank() != 2 || layers.empty() || output.weight == nullptr) return false;
-  const int64_t max_keys = std::max(step.history->dim(1), step.source_span);
-  return cuda::persistent_output_fits(x.dtype(), x.dim(0), x.dim(1), layers.front().inner_weight->dim(0),
-                                      step.num_heads, max_keys, output.weight->dim(0));
-#else
-  (void)x, (void)layers, (void)step, (void)output;
-  return false;
-#endif
-}
-
-namespace {
-
 void check_output(const PersistentGreedyOutput& output, const Tensor& x) {
   check_rank(kOp, "output weight", *output.weight, 2);
   check_extent(kOp, "output weight", *output.weight, 1, x.dim(1));
@@ -121,6 +91,32 @@ void check_output(const PersistentGreedyOutput& output, const Tensor& x) {
 }
 
 }  // namespace
+
+bool persistent_decoder_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
+                             const PersistentDecoderStep& step) {
+#ifdef SEQTRANS_WITH_CUDA
+  if (x.device() != Device::CUDA || x.rank() != 2 || layers.empty() || step.cache_rows == nullptr) return false;
+  const int64_t max_keys = std::max(step.history->dim(1), step.source_span);  // the longest list a row reads
+  return cuda::persistent_decoder_fits(x.dtype(), x.dim(0), x.dim(1), layers.front().inner_weight->dim(0),
+                                       step.num_heads, static_cast<int64_t>(layers.size()), max_keys);
+#else
+  (void)x, (void)layers, (void)step;
+  return false;
+#endif
+}
+
+bool persistent_output_fits(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
+                            const PersistentDecoderStep& step, const PersistentGreedyOutput& output) {
+#ifdef SEQTRANS_WITH_CUDA
+  if (x.device() != Device::CUDA || x.rank() != 2 || layers.empty() || output.weight == nullptr) return false;
+  const int64_t max_keys = std::max(step.history->dim(1), step.source_span);
+  return cuda::persistent_output_fits(x.dtype(), x.dim(0), x.dim(1), layers.front().inner_weight->dim(0),
+                                      step.num_heads, max_keys, output.weight->dim(0));
+#else
+  (void)x, (void)layers, (void)step, (void)output;
+  return false;
+#endif
+}
 
 Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDecoderLayer>& layers,
                                const PersistentDecoderStep& step, const PersistentGreedyOutput* output) {
