@@ -12,7 +12,9 @@
 // cores every warp re-read each staged row per output column, two instructions per multiply-add.
 // The barrier costs about 1.8 us on an H200, eight a layer: the design's floor (docs/BENCHMARKS.md). Rows
 // read their older history through the beam reorder, and the kernel rewrites the history rows after its
-// last barrier, so a step needs no reordered copy of the history.
+// last barrier, so a step needs no reordered copy of the history. Greedy steps may also run the output layer
+// after the last barrier (GreedyOutput: logits, normalizer and argmax, every block over its run of the
+// vocabulary, the last block to finish merging).
 //
 // Values are rounded to T where the op-by-op path stores a tensor between ops (queries, keys, values,
 // attention outputs, layer norms, the FFN's hidden layer); sums before a layer norm stay in fp32, and a
@@ -695,7 +697,8 @@ __device__ void attention_phase(const T* keys, const T* values, const Arguments<
 
 // The output weight streams through shared memory in chunks of whole rows, kLogitStages of them in a ring:
 // while a block multiplies one chunk, the next ones are on their way (about 60 KB in flight per
-// multiprocessor, what the memory's latency needs at full bandwidth). A chunk holds at most kLogitChunkBytes.
+// multiprocessor; the phase measured 1.6 TB/s on an H100, docs/BENCHMARKS.md). A chunk holds at most
+// kLogitChunkBytes.
 constexpr int kLogitStages = 3;
 constexpr int kLogitChunkBytes = 32 * 1024;
 // The fewest rows a chunk may hold: below it the ring is too small to keep the memory busy.
