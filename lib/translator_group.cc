@@ -122,7 +122,8 @@ size_t engine_read_ahead(const BatchingOptions& batching, size_t engines) {
   return std::max<size_t>(1, std::min(batching.read_ahead, 4 * batching.max_batch_size));
 }
 
-TranslatorGroup::TranslatorGroup(const TranslatorOptions& options, const std::vector<int>& device_indices) {
+TranslatorGroup::TranslatorGroup(const TranslatorOptions& options, const std::vector<int>& device_indices)
+    : device_indices_(device_indices) {
   SEQTRANS_CHECK(!device_indices.empty(), "a translator group needs at least one device");
   TranslatorOptions engine_options = options;
   engine_options.batching.read_ahead = engine_read_ahead(options.batching, device_indices.size());

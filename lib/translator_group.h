@@ -35,6 +35,8 @@ class TranslatorGroup {
   void set_search(const SearchOptions& search, const OpenSettings& open);
 
   size_t engines() const { return engines_.size(); }
+  // The engines' devices, in the order given.
+  const std::vector<int>& device_indices() const { return device_indices_; }
   // Lines handed to an engine at a time (several engines).
   size_t deal_size() const { return deal_size_; }
   // Summed over the engines (sentence_seconds: all of them, engine by engine).
@@ -59,6 +61,7 @@ class TranslatorGroup {
   void deal_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn);
 
   std::vector<std::unique_ptr<Translator>> engines_;
+  std::vector<int> device_indices_;
   std::vector<double> last_stream_engine_seconds_;
   size_t deal_size_ = 0;
   size_t max_outstanding_ = 0;  // lines dealt and not yet handed to the sink, at most

@@ -68,10 +68,8 @@ class TranslatorPool {
 // Timed passes over the file under different engine settings.
 class FileMeasurements {
  public:
-  FileMeasurements(TranslatorPool& translators, std::vector<std::vector<Line>> windows, const Repetitions& repetitions,
-                   std::vector<int> device_indices)
-      : translators_(translators), windows_(std::move(windows)), repetitions_(repetitions),
-        device_indices_(std::move(device_indices)) {}
+  FileMeasurements(TranslatorPool& translators, std::vector<std::vector<Line>> windows, const Repetitions& repetitions)
+      : translators_(translators), windows_(std::move(windows)), repetitions_(repetitions) {}
 
   // One pass over the file; `translations` (when given) receives the output in input order.
   RealRun run(TranslatorGroup& translator, std::vector<Translation>* translations) {
@@ -92,7 +90,7 @@ class FileMeasurements {
     std::vector<TranslationStats> added;
     for (size_t engine = 0; engine < after.size(); ++engine) {
       added.push_back(difference(after[engine], before[engine]));
-      run.engines.push_back(EngineShare{device_indices_[engine], added.back().sentences,
+      run.engines.push_back(EngineShare{translator.device_indices()[engine], added.back().sentences,
                                         translator.last_stream_engine_seconds()[engine], added.back().search_seconds});
     }
     run.stats = sum(added);
@@ -135,7 +133,6 @@ class FileMeasurements {
   TranslatorPool& translators_;
   std::vector<std::vector<Line>> windows_;
   Repetitions repetitions_;
-  std::vector<int> device_indices_;  // of the engines, in the group's order
 };
 
 const RealRun& median_run(const std::vector<RealRun>& runs) {
@@ -167,7 +164,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   result.first_line_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.config = base.model_file().config();
   report.search = base.options().search;
-  FileMeasurements measurements(translators, std::move(windows), options.repetitions, options.device_indices);
+  FileMeasurements measurements(translators, std::move(windows), options.repetitions);
 
   std::vector<RealRun> runs;
   result.time = measurements.time(options.engine, runs, report.translations);

@@ -71,6 +71,7 @@ TEST_CASE("two CPU engines give every line once, in input order, with one engine
     const std::vector<Translation> reference = TranslatorGroup(cpu_options(beam), {0}).translate(lines);
     TranslatorGroup group(cpu_options(beam), {0, 1});
     REQUIRE(group.engines() == 2);
+    CHECK(group.device_indices() == std::vector<int>{0, 1});
     CHECK(group.deal_size() == 4);  // a quarter of an engine's read-ahead: four batches of 4
 
     std::vector<size_t> order;
