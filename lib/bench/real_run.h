@@ -27,7 +27,6 @@ struct RealOptions {
   Hardware hardware;
 };
 
-// One run of the whole file, as the translator counted it.
 // One engine's part of a run (a group of several GPUs has one engine each).
 struct EngineShare {
   int device_index = 0;
@@ -36,6 +35,7 @@ struct EngineShare {
   double search_seconds = 0;  // of which searching (encoder, decoder steps, bookkeeping)
 };
 
+// One run of the whole file, as the translator counted it.
 struct RealRun {
   double seconds = 0;  // wall time of all translate() calls
   TranslationStats stats;  // summed over the engines

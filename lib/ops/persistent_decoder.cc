@@ -151,10 +151,10 @@ Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDeco
   std::vector<uint64_t> stamps(static_cast<size_t>(phases + 1));
   std::memcpy(stamps.data(), words.data(), stamps.size() * sizeof(uint64_t));
   double in_phases = 0.0;
+  const char* final_phase = output != nullptr ? kPersistentDecoderFinalOutputPhase : kPersistentDecoderFinalPhase;
   for (int64_t phase = 0; phase < phases; ++phase) {
     const double seconds = static_cast<double>(stamps[phase + 1] - stamps[phase]) * 1e-9;
     const bool last = phase + 1 == phases;
-    const char* final_phase = output != nullptr ? kPersistentDecoderFinalOutputPhase : kPersistentDecoderFinalPhase;
     Profiler::instance().add(last ? final_phase : kPersistentDecoderPhaseNames[phase % kPersistentDecoderPhasesPerLayer],
                              seconds);
     in_phases += seconds;
