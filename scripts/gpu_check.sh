@@ -48,7 +48,7 @@ if want build; then
 fi
 
 if want test; then
-  run_logged ctest_gpu 200 ctest --test-dir "$build" -L gpu --output-on-failure
+  run_logged ctest_gpu 300 ctest --test-dir "$build" -L gpu --output-on-failure
   grep -E "parity|tokenizer|tests passed|Failed|FAILED" "$logs/ctest_gpu.log" | head -20
   run_logged ctest_cpu 200 ctest --test-dir "$build" -LE gpu --output-on-failure
   grep -E "tests passed|Failed" "$logs/ctest_cpu.log" | tail -3
