@@ -237,6 +237,9 @@ void require_supported(const ModelFile& file, const ModelConfig& config) {
   refuse_if(config.decoder.final_layer_norm, "decoder.final_layer_norm");
   refuse_if(config.encoder.embedding_layer_norm, "encoder.embedding_layer_norm");
   refuse_if(config.decoder.embedding_layer_norm, "decoder.embedding_layer_norm");
+  refuse_if(config.position_encoding == PositionEncoding::SinusoidalFairseq, "position_encoding = SINUSOIDAL_FAIRSEQ");
+  refuse_if(config.position_offset != 0, "position_offset");
+  refuse_if(config.kind != ModelKind::EncoderDecoder, "kind = DECODER_ONLY");
 }
 
 }  // namespace

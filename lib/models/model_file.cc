@@ -91,8 +91,19 @@ StackConfig read_stack(const proto::StackConfig& stack, const char* name, const 
   return out;
 }
 
-ModelConfig read_config(const proto::ModelConfig& config, const FileChecker& check) {
+ModelConfig read_config(const proto::ModelConfig& config, uint32_t format_version, const FileChecker& check) {
   ModelConfig out;
+  // Version 1 files predate the kind: all of them are encoder-decoder models. Later ones must say.
+  switch (config.kind()) {
+    case proto::MODEL_KIND_UNSPECIFIED:
+      check.require(format_version == 1, "config.kind is missing (format_version {} files must set it)",
+                    format_version);
+      out.kind = ModelKind::EncoderDecoder;
+      break;
+    case proto::ENCODER_DECODER: out.kind = ModelKind::EncoderDecoder; break;
+    case proto::DECODER_ONLY: out.kind = ModelKind::DecoderOnly; break;
+    default: check.require(false, "config.kind = {} is not supported", static_cast<int>(config.kind()));
+  }
   check.require(config.d_model() >= 1 && config.d_model() <= kMaxWidth, "config.d_model = {} is invalid",
                 config.d_model());
   out.d_model = static_cast<int>(config.d_model());
@@ -115,6 +126,7 @@ ModelConfig read_config(const proto::ModelConfig& config, const FileChecker& che
   switch (config.position_encoding()) {
     case proto::SINUSOIDAL_SPLIT: out.position_encoding = PositionEncoding::SinusoidalSplit; break;
     case proto::LEARNED: out.position_encoding = PositionEncoding::Learned; break;
+    case proto::SINUSOIDAL_FAIRSEQ: out.position_encoding = PositionEncoding::SinusoidalFairseq; break;
     default:
       check.require(false, "config.position_encoding = {} is not supported",
                     static_cast<int>(config.position_encoding()));
@@ -122,6 +134,8 @@ ModelConfig read_config(const proto::ModelConfig& config, const FileChecker& che
   check.require(config.max_positions() >= 2 && config.max_positions() <= kMaxPositions,
                 "config.max_positions = {} is invalid", config.max_positions());
   out.max_positions = static_cast<int>(config.max_positions());
+  check.require(config.position_offset() <= 1024, "config.position_offset = {} is invalid", config.position_offset());
+  out.position_offset = static_cast<int>(config.position_offset());
   check.require(config.embedding_scale() > 0.0f, "config.embedding_scale = {} is invalid", config.embedding_scale());
   out.embedding_scale = config.embedding_scale();
   out.shared_embeddings = config.shared_embeddings();
@@ -166,6 +180,25 @@ TokenizerConfig read_tokenizer(const proto::TokenizerConfig& tokenizer, const Mo
   out.target_spm = tokenizer.target_spm();
   out.source_vocab.assign(tokenizer.source_vocab().begin(), tokenizer.source_vocab().end());
   out.target_vocab.assign(tokenizer.target_vocab().begin(), tokenizer.target_vocab().end());
+  std::set<std::string> codes;
+  for (const proto::LanguageCode& language : tokenizer.language_codes()) {
+    check.require(!language.code().empty() && printable(language.code()) == language.code(),
+                  "tokenizer.language_codes has an empty or unprintable code");
+    check.require(codes.insert(language.code()).second, "tokenizer.language_codes lists '{}' twice", language.code());
+    check.require(language.id() < static_cast<uint32_t>(std::min(config.source_vocab_size, config.target_vocab_size)),
+                  "tokenizer.language_codes: '{}' has id {}, outside the vocabularies", language.code(), language.id());
+    out.language_codes.push_back(LanguageCode{language.code(), static_cast<int32_t>(language.id())});
+  }
+  switch (tokenizer.source_language()) {
+    case proto::LANGUAGE_PLACEMENT_UNSPECIFIED: out.source_language = LanguagePlacement::None; break;
+    case proto::SOURCE_PREFIX: out.source_language = LanguagePlacement::SourcePrefix; break;
+    case proto::SOURCE_SUFFIX: out.source_language = LanguagePlacement::SourceSuffix; break;
+    default:
+      check.require(false, "tokenizer.source_language = {} is not supported",
+                    static_cast<int>(tokenizer.source_language()));
+  }
+  check.require(out.language_codes.empty() == (out.source_language == LanguagePlacement::None),
+                "tokenizer.language_codes and tokenizer.source_language must be given together");
   return out;
 }
 
@@ -219,7 +252,7 @@ void ModelFile::parse(const char* bytes, uint64_t file_size) {
 
   check.require(file_size >= 16, "file is {} bytes, too short to be a seqtrans model", file_size);
   check.require(std::memcmp(bytes, kModelMagic, sizeof(kModelMagic)) == 0,
-                "not a seqtrans model (wrong magic; convert checkpoints with scripts/convert_marian.py)");
+                "not a seqtrans model (wrong magic; convert checkpoints with scripts/convert_hf.py)");
   uint64_t header_size = 0;
   std::memcpy(&header_size, bytes + 8, sizeof(header_size));  // little-endian hosts only
   check.require(header_size <= file_size - 16, "header size {} exceeds the file size {} (truncated file?)",
@@ -233,10 +266,11 @@ void ModelFile::parse(const char* bytes, uint64_t file_size) {
   google::protobuf::SetLogHandler(nullptr);
 #endif
   check.require(header.ParseFromArray(bytes + 16, static_cast<int>(header_size)), "header is corrupt (protobuf parse failed)");
-  check.require(header.format_version() == kModelFormatVersion, "format_version {} is not supported (this build reads {})",
-                header.format_version(), kModelFormatVersion);
+  check.require(header.format_version() >= 1 && header.format_version() <= kModelFormatVersion,
+                "format_version {} is not supported (this build reads 1 to {})", header.format_version(),
+                kModelFormatVersion);
   check.require(header.has_config(), "config is missing");
-  config_ = read_config(header.config(), check);
+  config_ = read_config(header.config(), header.format_version(), check);
   tokenizer_ = read_tokenizer(header.tokenizer(), config_, check);
   generation_ = read_generation(header.generation(), config_, check);
   description_ = header.description();

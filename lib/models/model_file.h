@@ -47,9 +47,10 @@ class ModelFile {
   std::map<std::string, Tensor> tensors_;
 };
 
-// Format constants shared with scripts/convert_marian.py.
+// Format constants shared with scripts/seqtrans_file.py. Version 2 added config.kind (required from then
+// on), position offsets and language codes; version 1 files still load (as encoder-decoder models).
 inline constexpr char kModelMagic[8] = {'S', 'E', 'Q', 'T', 'R', 'N', 'S', '\0'};
-inline constexpr uint32_t kModelFormatVersion = 1;
+inline constexpr uint32_t kModelFormatVersion = 2;
 inline constexpr uint64_t kTensorAlignment = 64;
 
 }  // namespace seqtrans

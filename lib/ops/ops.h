@@ -12,7 +12,9 @@ namespace seqtrans {
 
 enum class Activation { Relu, Gelu, GeluTanh, Swish };
 
-enum class PositionEncoding { SinusoidalSplit, Learned };
+// SinusoidalSplit: Marian's (channel k of a half turns at 10000^(-2k / width)); SinusoidalFairseq: M2M-100's
+// (10000^(-k / (half - 1))); both sin over the first half of the channels and cos over the second.
+enum class PositionEncoding { SinusoidalSplit, Learned, SinusoidalFairseq };
 
 namespace ops {
 

@@ -163,9 +163,47 @@ TEST_CASE("wrong shapes, missing tensors and absurd config values are refused", 
     image.header.mutable_config()->set_eos_id(23);
     CHECK(open_error(write_image(image)).find("eos_id") != std::string::npos);
     image = make_tiny_model({});
-    image.header.set_format_version(2);
+    image.header.set_format_version(3);
     CHECK(open_error(write_image(image)).find("format_version") != std::string::npos);
   }
+}
+
+TEST_CASE("format versions: version 1 files are encoder-decoder models, later ones name their kind", "[model_file]") {
+  ModelImage image = make_tiny_model({});
+  REQUIRE(image.header.format_version() == 1);
+  CHECK(ModelFile::open(write_image(image)).config().kind == ModelKind::EncoderDecoder);
+  image.header.set_format_version(2);
+  CHECK(open_error(write_image(image)).find("config.kind is missing") != std::string::npos);
+  image.header.mutable_config()->set_kind(proto::DECODER_ONLY);
+  CHECK(ModelFile::open(write_image(image)).config().kind == ModelKind::DecoderOnly);
+}
+
+TEST_CASE("language codes and position offsets are read and checked", "[model_file]") {
+  ModelImage image = make_tiny_model({});
+  image.header.mutable_config()->set_position_offset(2);
+  proto::TokenizerConfig* tokenizer = image.header.mutable_tokenizer();
+  proto::LanguageCode* english = tokenizer->add_language_codes();
+  english->set_code("eng_Latn");
+  english->set_id(5);
+  proto::LanguageCode* german = tokenizer->add_language_codes();
+  german->set_code("deu_Latn");
+  german->set_id(6);
+  tokenizer->set_source_language(proto::SOURCE_PREFIX);
+  const ModelFile file = ModelFile::open(write_image(image));
+  CHECK(file.config().position_offset == 2);
+  REQUIRE(file.tokenizer().language_codes.size() == 2);
+  CHECK(file.tokenizer().language_codes[1].code == "deu_Latn");
+  CHECK(file.tokenizer().language_codes[1].id == 6);
+  CHECK(file.tokenizer().source_language == LanguagePlacement::SourcePrefix);
+
+  german->set_code("eng_Latn");
+  CHECK(open_error(write_image(image)).find("lists 'eng_Latn' twice") != std::string::npos);
+  german->set_code("deu_Latn");
+  german->set_id(100000);
+  CHECK(open_error(write_image(image)).find("outside the vocabularies") != std::string::npos);
+  german->set_id(6);
+  tokenizer->set_source_language(proto::LANGUAGE_PLACEMENT_UNSPECIFIED);
+  CHECK(open_error(write_image(image)).find("must be given together") != std::string::npos);
 }
 
 TEST_CASE("generation defaults are read when present and checked", "[model_file]") {
