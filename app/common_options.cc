@@ -156,20 +156,6 @@ namespace {
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
 
-// Top-p or min-p alone means sampling over the whole vocabulary, not within the greedy top-1; and any
-// sampling flag means one sample per beam slot, so the beam size is 1 unless the user chose one (a beam
-// size above 1 is then refused by name).
-void resolve_sampling(CommonOptions& options) {
-  SearchOptions& search = options.translator.search;
-  const bool nucleus = given(options.sampling_topp_option) || given(options.sampling_minp_option);
-  if (nucleus && !given(options.sampling_topk_option)) search.sampling_topk = 0;
-  const bool sampling = nucleus || given(options.sampling_topk_option);
-  if (sampling && !given(options.beam_size_option)) {
-    search.beam_size = 1;
-    options.translator.open_settings.beam_size = false;
-  }
-}
-
 }  // namespace
 
 void resolve_common_options(CommonOptions& options) {
@@ -177,9 +163,11 @@ void resolve_common_options(CommonOptions& options) {
   options.text.max_length_given = given(options.max_length_option);
   options.text.max_batch_size_given = given(options.max_batch_size_option);
   options.text.max_batch_tokens_given = given(options.max_batch_tokens_option);
+  options.text.sampling_topk_given = given(options.sampling_topk_option);
+  options.text.sampling_topp_given = given(options.sampling_topp_option);
+  options.text.sampling_minp_given = given(options.sampling_minp_option);
   options.translator.max_gpu_memory = options.max_gpu_memory_mib << 20;
   options.devices = resolve_settings(options.text, options.translator);
-  resolve_sampling(options);
 }
 
 }  // namespace seqtrans::app

@@ -51,11 +51,12 @@ size_t device_reservation(const ModelFile& file, const ReservationInputs& inputs
   return weight_bytes(file, inputs.dtype) + caches + encoder + kLogitBuffers * logits + kFixedOverhead;
 }
 
-FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs& inputs, size_t available_bytes,
-                                  bool capped) {
-  const std::string available = capped ? fmt::format("the {:.0f} MiB of --max-gpu-memory", mebibytes(available_bytes))
-                                       : fmt::format("the {:.0f} MiB free", mebibytes(available_bytes));
-  const size_t usable = static_cast<size_t>(static_cast<double>(available_bytes) * kUsableShare);
+FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs& inputs,
+                                  const AvailableMemory& memory) {
+  const std::string available = memory.capped ? fmt::format("the {:.0f} MiB of --max-gpu-memory", mebibytes(memory.bytes))
+                                              : fmt::format("the {:.0f} MiB free", mebibytes(memory.bytes));
+  const char* kind = memory.host ? "host memory" : "device memory";
+  const size_t usable = static_cast<size_t>(static_cast<double>(memory.bytes) * kUsableShare);
   const BatchingOptions& asked = inputs.batching;
   ReservationInputs trial = inputs;
   // Sentences s of the budget, tokens lowered in proportion (at least one sentence's worth).
@@ -76,8 +77,8 @@ FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs
   FittedBudget fitted{asked, ""};
   if (fits(asked)) return fitted;
   SEQTRANS_CHECK(fits(with_sentences(1)),
-                 "the model needs {:.0f} MiB of device memory for one sentence, more than {}",
-                 mebibytes(device_reservation(file, trial)), available);
+                 "the model needs {:.0f} MiB of {} for one sentence, more than {}",
+                 mebibytes(device_reservation(file, trial)), kind, available);
   size_t low = 1, high = asked.max_batch_size;  // fits(low), !fits(high)
   while (high - low > 1) {
     const size_t middle = low + (high - low) / 2;
@@ -85,9 +86,9 @@ FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs
   }
   fitted.batching = with_sentences(low);
   fitted.note = fmt::format(
-      "note: the batch budget needs more device memory than {}: --max-batch-size lowered from {} "
+      "note: the batch budget needs more {} than {}: --max-batch-size lowered from {} "
       "to {}, --max-batch-tokens from {} to {}",
-      available, asked.max_batch_size, fitted.batching.max_batch_size, asked.max_batch_tokens,
+      kind, available, asked.max_batch_size, fitted.batching.max_batch_size, asked.max_batch_tokens,
       fitted.batching.max_batch_tokens);
   return fitted;
 }

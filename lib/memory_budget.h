@@ -1,4 +1,4 @@
-// Device memory against the batch budget: what a run reserves up front, and a budget lowered to what
+// Device (or host) memory against the batch budget: what a run reserves up front, and a budget lowered to what
 // the device has (memory pressure is a size, not a failure).
 #pragma once
 
@@ -29,8 +29,13 @@ struct FittedBudget {
   BatchingOptions batching;
   std::string note;
 };
-// `capped`: available_bytes is the --max-gpu-memory cap rather than the device's free memory (messages say which).
-FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs& inputs, size_t available_bytes,
-                                  bool capped = false);
+// The memory a budget is fitted to, as messages name it.
+struct AvailableMemory {
+  size_t bytes = 0;
+  bool capped = false;  // bytes is the --max-gpu-memory cap rather than what the device has free
+  bool host = false;    // the CPU backend's host memory rather than a GPU's
+};
+FittedBudget fit_budget_to_memory(const ModelFile& file, const ReservationInputs& inputs,
+                                  const AvailableMemory& available);
 
 }  // namespace seqtrans

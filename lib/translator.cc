@@ -59,12 +59,14 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
       std::async(std::launch::async, [this] { return std::make_unique<Tokenizer>(tokenizer_spec(*file_)); });
   ReservationInputs reservation_inputs{options_.dtype, options_.batching, slots_per_sentence(options_.search),
                                        options_.max_input_length};
-  if (options_.device != Device::CPU) {
-    // A budget the device cannot hold is lowered to what fits, not refused.
-    const size_t free_bytes = ops::available_device_memory(options_.device, options_.device_index);
-    const bool capped = options_.max_gpu_memory > 0 && options_.max_gpu_memory < free_bytes;
-    FittedBudget fitted =
-        fit_budget_to_memory(*file_, reservation_inputs, capped ? options_.max_gpu_memory : free_bytes, capped);
+  {
+    // A budget the device (or the host, for the CPU backend) cannot hold is lowered to what fits, not refused.
+    AvailableMemory memory;
+    memory.bytes = ops::available_device_memory(options_.device, options_.device_index);
+    memory.host = options_.device == Device::CPU;
+    memory.capped = !memory.host && options_.max_gpu_memory > 0 && options_.max_gpu_memory < memory.bytes;
+    if (memory.capped) memory.bytes = options_.max_gpu_memory;
+    FittedBudget fitted = fit_budget_to_memory(*file_, reservation_inputs, memory);
     options_.batching = reservation_inputs.batching = fitted.batching;
     if (!fitted.note.empty()) notes_.push_back(std::move(fitted.note));
   }
@@ -160,7 +162,7 @@ struct DetokenizedSentences {
 // What tokenizing needs of the translator's settings (copied: the task may outlive a stream).
 struct TokenizeSettings {
   size_t max_input_length = 0;
-  const std::vector<std::string>* target_prefixes = nullptr;  // the translator's, fixed for its life
+  const std::vector<std::string>* target_prefixes = nullptr;  // the translator's, fixed while a stream runs
 };
 
 // Lines (none blank) whose sentence ids are first_id, first_id + 1, ... in order.

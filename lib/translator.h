@@ -129,6 +129,10 @@ class Translator {
   // defaults, as at construction. The running decode is rebuilt for them (its pools, recorded graphs), so
   // this is for a change of settings between calls, not for every call.
   void set_search(const SearchOptions& search, const OpenSettings& open);
+  // Replaces TranslatorOptions::target_prefixes for later calls (between streams, never during one).
+  void set_target_prefixes(const std::vector<std::string>& target_prefixes) {
+    options_.target_prefixes = target_prefixes;
+  }
 
   const TranslationStats& stats() const { return stats_; }
   // The options in effect: the caller's, with the model file's generation defaults applied.

@@ -223,6 +223,10 @@ void TranslatorGroup::set_search(const SearchOptions& search, const OpenSettings
   for (auto& engine : engines_) engine->set_search(search, open);
 }
 
+void TranslatorGroup::set_target_prefixes(const std::vector<std::string>& target_prefixes) {
+  for (auto& engine : engines_) engine->set_target_prefixes(target_prefixes);
+}
+
 std::vector<TranslationStats> TranslatorGroup::engine_stats() const {
   std::vector<TranslationStats> parts;
   for (const auto& engine : engines_) parts.push_back(engine->stats());

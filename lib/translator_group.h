@@ -33,6 +33,8 @@ class TranslatorGroup {
   std::vector<Translation> translate(const std::vector<Line>& lines, const WarningSink& warn = {});
   // As Translator::set_search, on every engine.
   void set_search(const SearchOptions& search, const OpenSettings& open);
+  // As Translator::set_target_prefixes, on every engine.
+  void set_target_prefixes(const std::vector<std::string>& target_prefixes);
 
   size_t engines() const { return engines_.size(); }
   // The engines' devices, in the order given.

@@ -112,6 +112,15 @@ void resolve_search_settings(const TextSettings& text, SearchOptions& search, Op
   open.beam_size = !text.beam_size_given;
   open.max_length = !text.max_length_given;
   open.forced_eos = text.force_eos == "auto";
+
+  // A sampling setting means one sample per beam slot: beam size 1 unless the caller chose one (a beam size
+  // above 1 is then refused by name).
+  const bool nucleus = text.sampling_topp_given || text.sampling_minp_given;
+  if (nucleus && !text.sampling_topk_given) search.sampling_topk = 0;
+  if ((nucleus || text.sampling_topk_given) && !text.beam_size_given) {
+    search.beam_size = 1;
+    open.beam_size = false;
+  }
 }
 
 }  // namespace seqtrans

@@ -19,6 +19,11 @@ struct TextSettings {
   // Settings the caller gave; those not given are left to the model file's generation defaults.
   bool beam_size_given = false;
   bool max_length_given = false;
+  // Sampling settings given: top-p or min-p alone sample the whole vocabulary (top-k 0 unless given), and
+  // any of them means beam size 1 unless the beam size was given.
+  bool sampling_topk_given = false;
+  bool sampling_topp_given = false;
+  bool sampling_minp_given = false;
   // Budgets not given take the device's defaults (kGpuMaxBatchSize, kGpuMaxBatchTokens on a GPU).
   bool max_batch_size_given = false;
   bool max_batch_tokens_given = false;
@@ -46,7 +51,8 @@ DevicePlan resolve_settings(const TextSettings& text, TranslatorOptions& options
 // The budgets part of resolve_settings: on a GPU, the budgets not given become the GPU's defaults.
 void apply_device_budgets(Device device, const TextSettings& text, BatchingOptions& batching);
 
-// The search part of resolve_settings: the length limit, forced EOS and which settings stay open.
+// The search part of resolve_settings: the length limit, forced EOS, the sampling settings' implications
+// (see TextSettings) and which settings stay open.
 void resolve_search_settings(const TextSettings& text, SearchOptions& search, OpenSettings& open);
 
 }  // namespace seqtrans

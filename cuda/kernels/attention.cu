@@ -518,7 +518,7 @@ void allow_shared_memory(Kernel kernel, size_t bytes, const char* what) {
                  "attention: {} needs {} bytes of shared memory, the device allows {}", what, bytes,
                  properties.sharedMemPerBlockOptin);
   if (bytes <= properties.sharedMemPerBlock) return;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), bytes);
 }
 
 // The operands of one call, passed down the launchers together.
@@ -672,7 +672,28 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
   if (batch == 0 || query_len == 0 || width == 0) return;
   const cudaDeviceProp& properties = context().properties;
-  SEQTRANS_CHECK(batch <= properties.maxGridSize[2] && options.num_heads <= properties.maxGridSize[1] &&
+  // The decode and tiled kernels take the batch as their grid's z extent (65,535 on these GPUs): a larger
+  // batch runs in slices of query rows, each slice with the keys it reads (all of them when key_rows
+  // addresses the keys).
+  const int64_t batch_slice = properties.maxGridSize[2];
+  if (batch > batch_slice) {
+    for (int64_t begin = 0; begin < batch; begin += batch_slice) {
+      const int64_t end = std::min(batch, begin + batch_slice);
+      ops::AttentionOptions slice_options = options;
+      Tensor slice_key_rows;
+      if (key_rows != nullptr) {
+        slice_key_rows = key_rows->slice_rows(begin, end);
+        slice_options.key_rows = &slice_key_rows;
+      }
+      const bool own_keys = key_rows == nullptr;
+      Tensor slice_out = out.slice_rows(begin, end);
+      attention(query.slice_rows(begin, end), own_keys ? keys.slice_rows(begin, end) : keys,
+                own_keys ? values.slice_rows(begin, end) : values, key_lengths.slice_rows(begin, end), slice_options,
+                slice_out, stream);
+    }
+    return;
+  }
+  SEQTRANS_CHECK(options.num_heads <= properties.maxGridSize[1] &&
                      query_len <= properties.maxGridSize[0] && keys.dim(1) <= (int64_t{1} << 30) &&
                      (key_rows == nullptr || key_rows->rank() == 1 || key_rows->dim(1) <= (int64_t{1} << 30)) &&
                      keys.dim(0) * keys.dim(1) <= INT32_MAX,

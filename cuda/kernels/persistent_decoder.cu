@@ -20,7 +20,6 @@
 // attention outputs, layer norms, the FFN's hidden layer); sums before a layer norm stay in fp32, and a
 // product gets its bias and residual before rounding (the op-by-op path rounds it first): fp16 then stays
 // as close to the fp32 reference as the op-by-op path, and fp32 equals it up to the order of additions.
-#include <mutex>
 #include <type_traits>
 
 #include "core/sampling_math.h"
@@ -1146,12 +1145,8 @@ const T* data_of(const Tensor* tensor) {
 // launch guarantees it.
 template <typename T, bool kTensorCores>
 void launch_kernel(const Arguments<T>& args, size_t shared_bytes, cudaStream_t stream) {
-  static std::once_flag attribute_set;
-  std::call_once(attribute_set, [] {
-    CUDA_CHECK(cudaFuncSetAttribute(persistent_decoder_kernel<T, kTensorCores>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(ops::kPersistentDecoderMaxSharedBytes)));
-  });
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(persistent_decoder_kernel<T, kTensorCores>),
+                              ops::kPersistentDecoderMaxSharedBytes);
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid_blocks()));
   config.blockDim = dim3(kThreads);

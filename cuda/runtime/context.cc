@@ -55,9 +55,20 @@ class Runtime {
   const DeviceContext& context() const { return context_; }
   CachingArena& arena() const { return *arena_; }
 
+  // The dynamic shared memory each kernel was allowed on this device (cudaFuncSetAttribute).
+  void allow_dynamic_shared_memory(const void* kernel, size_t bytes) const {
+    std::lock_guard<std::mutex> lock(attributes_mutex_);
+    size_t& allowed = shared_memory_allowed_[kernel];
+    if (bytes <= allowed) return;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    allowed = bytes;
+  }
+
  private:
   DeviceContext context_;
   std::unique_ptr<CachingArena> arena_;
+  mutable std::mutex attributes_mutex_;
+  mutable std::map<const void*, size_t> shared_memory_allowed_;
 };
 
 // One runtime per device, created on first use and kept until exit. Each thread computes on the device
@@ -161,5 +172,9 @@ MemoryStats total_memory_stats() {
 }
 
 CachingArena& arena() { return runtime().arena(); }
+
+void allow_dynamic_shared_memory(const void* kernel, size_t bytes) {
+  runtime().allow_dynamic_shared_memory(kernel, bytes);
+}
 
 }  // namespace seqtrans::cuda

@@ -57,4 +57,9 @@ MemoryStats total_memory_stats();
 // The caching allocator itself (private pools for CUDA graphs).
 CachingArena& arena();
 
+// Lets `kernel` launch with up to `bytes` of dynamic shared memory on the calling thread's device. A function
+// attribute belongs to one device, so each device gets its own call (the first launch on a second GPU used to
+// fail with cudaErrorCooperativeLaunchTooLarge); later calls for a kernel already raised that far return at once.
+void allow_dynamic_shared_memory(const void* kernel, size_t bytes);
+
 }  // namespace seqtrans::cuda

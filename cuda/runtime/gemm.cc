@@ -92,15 +92,28 @@ LtPlan make_plan(const GemmProblem& p, GemmEpilogue epilogue) {
   return plan;
 }
 
+// One device's plans; they live until exit (a few dozen shapes per model). The lock also covers the call,
+// since the bias pointer is set on the shared plan. A lock per device: engines on two GPUs never wait for
+// each other's GEMM launches.
+struct DevicePlans {
+  std::mutex mutex;
+  std::map<LtKey, LtPlan> plans;
+};
+
+DevicePlans& device_plans(int device_index) {
+  static std::mutex registry_mutex;
+  static std::map<int, DevicePlans> by_device;  // map nodes never move: references stay valid
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  return by_device[device_index];
+}
+
 }  // namespace
 
 bool gemm_row_major_with_bias(const GemmProblem& p, const void* bias, GemmEpilogue epilogue, cudaStream_t stream) {
   if (p.dtype != DataType::F16 || p.output_dtype != DataType::F16 || p.m == 0 || p.n == 0 || p.k == 0) return false;
-  // One process-wide cache; plans live until exit (a few dozen shapes per model and device). The lock
-  // also covers the call: the bias pointer is set on the shared plan.
-  static std::mutex mutex;
-  static std::map<LtKey, LtPlan> plans;
-  std::lock_guard<std::mutex> lock(mutex);
+  DevicePlans& device = device_plans(context().device_index);
+  std::lock_guard<std::mutex> lock(device.mutex);
+  std::map<LtKey, LtPlan>& plans = device.plans;
   const LtKey key{context().device_index, p.m, p.n, p.k, p.transpose_b == TransposeB::Yes, static_cast<int>(epilogue)};
   auto found = plans.find(key);
   if (found == plans.end()) found = plans.emplace(key, make_plan(p, epilogue)).first;

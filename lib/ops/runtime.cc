@@ -1,6 +1,10 @@
 #include "ops/runtime.h"
 
+#include <unistd.h>
+
+#include <fstream>
 #include <limits>
+#include <string>
 
 #ifdef SEQTRANS_WITH_CUDA
 #include "cuda/runtime/context.h"
@@ -30,6 +34,18 @@ void set_cpu_threads(int threads) {
 #endif
 }
 
+size_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kibibytes = 0;
+  std::string unit;
+  while (meminfo >> key >> kibibytes >> unit)
+    if (key == "MemAvailable:") return kibibytes * 1024;
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0) return static_cast<size_t>(pages) * static_cast<size_t>(page_size);
+  return std::numeric_limits<size_t>::max();
+}
+
 void initialize_device(Device device, int device_index, size_t reserve_bytes, size_t limit_bytes) {
   if (device == Device::CPU) return;
 #ifdef SEQTRANS_WITH_CUDA
@@ -47,7 +63,7 @@ void initialize_device(Device device, int device_index, size_t reserve_bytes, si
 }
 
 size_t available_device_memory(Device device, int device_index) {
-  if (device == Device::CPU) return std::numeric_limits<size_t>::max();
+  if (device == Device::CPU) return available_host_memory();
 #ifdef SEQTRANS_WITH_CUDA
   return cuda::available_memory(device_index);
 #else

@@ -15,9 +15,13 @@ namespace seqtrans::ops {
 // device sets it.
 void initialize_device(Device device, int device_index, size_t reserve_bytes, size_t limit_bytes = 0);
 
-// Bytes a new working set could take on the device: what it has free plus what the arena holds unused.
-// SIZE_MAX for the CPU (host memory is not budgeted).
+// Bytes a new working set could take on the device: what it has free plus what the arena holds unused;
+// for the CPU, available_host_memory().
 size_t available_device_memory(Device device, int device_index);
+
+// Host memory a new working set could take: the kernel's MemAvailable (free memory and caches it can drop),
+// else the free pages; SIZE_MAX where neither can be read.
+size_t available_host_memory();
 
 // Makes an initialized device the calling thread's: with several GPUs each engine computes on its own
 // thread, and every op of that thread then runs on its device. A no-op for the CPU.

@@ -25,24 +25,45 @@ namespace {
 // max_length as Python takes it: A, or (A, B) for A + B x source length.
 using MaxLength = std::variant<int, std::vector<float>>;
 
-CallArgs call_args(std::optional<int> beam_size, int n_best, float length_penalty,
-                   const std::optional<MaxLength>& max_length, std::optional<bool> force_eos, int sampling_topk,
-                   float sampling_topp, float temperature, uint64_t seed) {
+// One call's search keyword arguments, as translate_batch and translate_file take them.
+struct CallKeywords {
+  std::optional<int> beam_size;
+  int n_best;
+  float length_penalty;
+  std::optional<MaxLength> max_length;
+  std::optional<bool> force_eos;
+  std::optional<int> sampling_topk;
+  std::optional<float> sampling_topp;
+  std::optional<float> sampling_minp;
+  float temperature;
+  uint64_t seed;
+  float repetition_penalty;
+  int no_repeat_ngram_size;
+  int beam_groups;
+  float diversity_penalty;
+};
+
+CallArgs call_args(const CallKeywords& keywords) {
   CallArgs call;
-  call.beam_size = beam_size;
-  call.n_best = n_best;
-  call.length_penalty = length_penalty;
-  if (max_length) {
-    if (const int* a = std::get_if<int>(&*max_length))
+  call.beam_size = keywords.beam_size;
+  call.n_best = keywords.n_best;
+  call.length_penalty = keywords.length_penalty;
+  if (keywords.max_length) {
+    if (const int* a = std::get_if<int>(&*keywords.max_length))
       call.max_length = std::vector<float>{static_cast<float>(*a)};
     else
-      call.max_length = std::get<std::vector<float>>(*max_length);
+      call.max_length = std::get<std::vector<float>>(*keywords.max_length);
   }
-  call.force_eos = force_eos;
-  call.sampling_topk = sampling_topk;
-  call.sampling_topp = sampling_topp;
-  call.temperature = temperature;
-  call.seed = seed;
+  call.force_eos = keywords.force_eos;
+  call.sampling_topk = keywords.sampling_topk;
+  call.sampling_topp = keywords.sampling_topp;
+  call.sampling_minp = keywords.sampling_minp;
+  call.temperature = keywords.temperature;
+  call.seed = keywords.seed;
+  call.repetition_penalty = keywords.repetition_penalty;
+  call.no_repeat_ngram_size = keywords.no_repeat_ngram_size;
+  call.beam_groups = keywords.beam_groups;
+  call.diversity_penalty = keywords.diversity_penalty;
   return call;
 }
 
@@ -66,15 +87,20 @@ std::string describe_result(const Result& result) {
 }
 
 const char* const kCallDoc = R"(
-beam_size: 1 = greedy search; None = the model file's num_beams, else 4 (the CLI's --beam-size).
-n_best: hypotheses per line, at most the beam size.
+beam_size: 1 = greedy search; None = the model file's num_beams, else 4 (the CLI's --beam-size); 1 when a
+    sampling setting is given.
+n_best: hypotheses per line, at most the beam size (with sampling: independent samples per line).
 with_scores: fill each hypothesis's score (length-normalized log-probability for beam search, summed
     log-probability for greedy search and sampling); None otherwise.
 length_penalty: beam score = log-prob / length ** length_penalty.
 max_length: A, or (A, B): at most A + B x source length tokens, EOS included; None = the model file's
     max_length - 1, else 256.
 force_eos: the last allowed token is EOS (True/False); None = as the model file says.
-sampling_topk, sampling_topp, temperature, seed: random sampling (with beam_size=1), reproducible for a seed.)";
+sampling_topk, sampling_topp, sampling_minp, temperature, seed: random sampling, Hugging Face's warpers in
+    its order (the CLI's --sampling-topk, --sampling-topp, --sampling-minp, --temperature, --seed);
+    sampling_topk None = 1, or 0 when sampling_topp or sampling_minp is given. Reproducible for a seed.
+repetition_penalty, no_repeat_ngram_size: Hugging Face's repetition controls (1.0 and 0 = off).
+beam_groups, diversity_penalty: diverse beam search (beam_groups must divide the beam size).)";
 
 }  // namespace
 }  // namespace seqtrans::python
@@ -145,34 +171,46 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
           "translate_batch",
           [](PythonTranslator& self, const std::vector<std::string>& lines, std::optional<int> beam_size, int n_best,
              bool with_scores, float length_penalty, const std::optional<MaxLength>& max_length,
-             std::optional<bool> force_eos, int sampling_topk, float sampling_topp, float temperature, uint64_t seed) {
-            const CallArgs call = call_args(beam_size, n_best, length_penalty, max_length, force_eos, sampling_topk,
-                                            sampling_topp, temperature, seed);
+             std::optional<bool> force_eos, std::optional<int> sampling_topk, std::optional<float> sampling_topp,
+             std::optional<float> sampling_minp, float temperature, uint64_t seed, float repetition_penalty,
+             int no_repeat_ngram_size, int beam_groups, float diversity_penalty,
+             const std::optional<std::vector<std::string>>& target_prefix) {
+            const CallArgs call = call_args({beam_size, n_best, length_penalty, max_length, force_eos, sampling_topk,
+                                             sampling_topp, sampling_minp, temperature, seed, repetition_penalty,
+                                             no_repeat_ngram_size, beam_groups, diversity_penalty});
             std::vector<std::string> warnings;
             std::vector<Result> results;
             {
               nb::gil_scoped_release release;
-              results = self.translate_batch(lines, call, with_scores, warnings);
+              results = self.translate_batch(lines, call, with_scores, target_prefix.value_or(std::vector<std::string>{}),
+                                             warnings);
             }
             raise_warnings(warnings);
             return results;
           },
           "lines"_a, nb::kw_only(), "beam_size"_a = nb::none(), "n_best"_a = CallArgs().n_best,
           "with_scores"_a = false, "length_penalty"_a = CallArgs().length_penalty, "max_length"_a = nb::none(),
-          "force_eos"_a = nb::none(), "sampling_topk"_a = CallArgs().sampling_topk,
-          "sampling_topp"_a = CallArgs().sampling_topp, "temperature"_a = CallArgs().temperature,
-          "seed"_a = CallArgs().seed,
+          "force_eos"_a = nb::none(), "sampling_topk"_a = nb::none(), "sampling_topp"_a = nb::none(),
+          "sampling_minp"_a = nb::none(), "temperature"_a = CallArgs().temperature, "seed"_a = CallArgs().seed,
+          "repetition_penalty"_a = CallArgs().repetition_penalty,
+          "no_repeat_ngram_size"_a = CallArgs().no_repeat_ngram_size, "beam_groups"_a = CallArgs().beam_groups,
+          "diversity_penalty"_a = CallArgs().diversity_penalty, "target_prefix"_a = nb::none(),
           (std::string("Translates a list of lines; result i belongs to lines[i]. A blank line gives \"\".\n") +
-           kCallDoc)
+           kCallDoc +
+           "\ntarget_prefix: None, or one string per line (\"\" for none): each translation starts with its "
+           "line's prefix,\n    which is part of the text and adds 0 to the score (the CLI's --target-prefix).")
               .c_str())
       .def(
           "translate_file",
           [](PythonTranslator& self, const std::filesystem::path& input_path, const std::filesystem::path& output_path,
              std::optional<int> beam_size, int n_best, bool with_scores, float length_penalty,
-             const std::optional<MaxLength>& max_length, std::optional<bool> force_eos, int sampling_topk,
-             float sampling_topp, float temperature, uint64_t seed) {
-            const CallArgs call = call_args(beam_size, n_best, length_penalty, max_length, force_eos, sampling_topk,
-                                            sampling_topp, temperature, seed);
+             const std::optional<MaxLength>& max_length, std::optional<bool> force_eos,
+             std::optional<int> sampling_topk, std::optional<float> sampling_topp, std::optional<float> sampling_minp,
+             float temperature, uint64_t seed, float repetition_penalty, int no_repeat_ngram_size, int beam_groups,
+             float diversity_penalty) {
+            const CallArgs call = call_args({beam_size, n_best, length_penalty, max_length, force_eos, sampling_topk,
+                                             sampling_topp, sampling_minp, temperature, seed, repetition_penalty,
+                                             no_repeat_ngram_size, beam_groups, diversity_penalty});
             std::vector<std::string> warnings;
             size_t lines = 0;
             {
@@ -184,9 +222,11 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
           },
           "input_path"_a, "output_path"_a, nb::kw_only(), "beam_size"_a = nb::none(), "n_best"_a = CallArgs().n_best,
           "with_scores"_a = false, "length_penalty"_a = CallArgs().length_penalty, "max_length"_a = nb::none(),
-          "force_eos"_a = nb::none(), "sampling_topk"_a = CallArgs().sampling_topk,
-          "sampling_topp"_a = CallArgs().sampling_topp, "temperature"_a = CallArgs().temperature,
-          "seed"_a = CallArgs().seed,
+          "force_eos"_a = nb::none(), "sampling_topk"_a = nb::none(), "sampling_topp"_a = nb::none(),
+          "sampling_minp"_a = nb::none(), "temperature"_a = CallArgs().temperature, "seed"_a = CallArgs().seed,
+          "repetition_penalty"_a = CallArgs().repetition_penalty,
+          "no_repeat_ngram_size"_a = CallArgs().no_repeat_ngram_size, "beam_groups"_a = CallArgs().beam_groups,
+          "diversity_penalty"_a = CallArgs().diversity_penalty,
           (std::string("Translates a file as `seqtrans translate -i input_path -o output_path` does: one line per "
                        "input line (n-best: \"index ||| text ||| score\"; with_scores: \"score ||| text\"), the "
                        "output replaced only when complete. Returns the number of lines.\n") +

@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include "core/error.h"
 #include "translate_command.h"
 
 namespace seqtrans::python {
@@ -14,14 +15,22 @@ void resolve_call(const CallArgs& call, SearchOptions& search, OpenSettings& ope
   text.max_length_given = call.max_length.has_value();
   if (call.max_length) text.max_length = *call.max_length;
   if (call.force_eos) text.force_eos = *call.force_eos ? "on" : "off";
+  text.sampling_topk_given = call.sampling_topk.has_value();
+  text.sampling_topp_given = call.sampling_topp.has_value();
+  text.sampling_minp_given = call.sampling_minp.has_value();
   search = SearchOptions();
   if (call.beam_size) search.beam_size = *call.beam_size;
   search.num_hypotheses = call.n_best;
   search.length_penalty = call.length_penalty;
-  search.sampling_topk = call.sampling_topk;
-  search.sampling_topp = call.sampling_topp;
+  if (call.sampling_topk) search.sampling_topk = *call.sampling_topk;
+  if (call.sampling_topp) search.sampling_topp = *call.sampling_topp;
+  if (call.sampling_minp) search.sampling_minp = *call.sampling_minp;
   search.temperature = call.temperature;
   search.seed = call.seed;
+  search.repetition_penalty = call.repetition_penalty;
+  search.no_repeat_ngram_size = call.no_repeat_ngram_size;
+  search.beam_groups = call.beam_groups;
+  search.diversity_penalty = call.diversity_penalty;
   resolve_search_settings(text, search, open);
 }
 
@@ -32,10 +41,12 @@ WarningSink collect_into(std::vector<std::string>& warnings) {
 }  // namespace
 
 bool CallArgs::operator==(const CallArgs& other) const {
-  return std::tie(beam_size, n_best, length_penalty, max_length, force_eos, sampling_topk, sampling_topp,
-                  temperature, seed) == std::tie(other.beam_size, other.n_best, other.length_penalty,
-                                                 other.max_length, other.force_eos, other.sampling_topk,
-                                                 other.sampling_topp, other.temperature, other.seed);
+  const auto fields = [](const CallArgs& c) {
+    return std::tie(c.beam_size, c.n_best, c.length_penalty, c.max_length, c.force_eos, c.sampling_topk,
+                    c.sampling_topp, c.sampling_minp, c.temperature, c.seed, c.repetition_penalty,
+                    c.no_repeat_ngram_size, c.beam_groups, c.diversity_penalty);
+  };
+  return fields(*this) == fields(other);
 }
 
 PythonTranslator::PythonTranslator(const EngineArgs& args) {
@@ -60,7 +71,11 @@ PythonTranslator::PythonTranslator(const EngineArgs& args) {
   group_ = std::make_unique<TranslatorGroup>(options, devices.indices);
 }
 
-void PythonTranslator::use(const CallArgs& call) {
+void PythonTranslator::use(const CallArgs& call, const std::vector<std::string>& target_prefixes) {
+  if (target_prefixes != current_prefixes_) {
+    group_->set_target_prefixes(target_prefixes);
+    current_prefixes_ = target_prefixes;
+  }
   if (call == current_) return;
   SearchOptions search;
   OpenSettings open;
@@ -70,12 +85,17 @@ void PythonTranslator::use(const CallArgs& call) {
 }
 
 std::vector<Result> PythonTranslator::translate_batch(const std::vector<std::string>& lines, const CallArgs& call,
-                                                      bool with_scores, std::vector<std::string>& warnings) {
+                                                      bool with_scores,
+                                                      const std::vector<std::string>& target_prefixes,
+                                                      std::vector<std::string>& warnings) {
+  SEQTRANS_CHECK(target_prefixes.empty() || target_prefixes.size() == lines.size(),
+                 "target_prefix: {} prefixes for {} lines (give one per line, \"\" for none)", target_prefixes.size(),
+                 lines.size());
   std::vector<Line> input;
   input.reserve(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) input.push_back(Line{i, lines[i]});
   std::lock_guard<std::mutex> lock(mutex_);
-  use(call);
+  use(call, target_prefixes);
   const std::vector<Translation> translations = group_->translate(input, collect_into(warnings));
   std::vector<Result> results(translations.size());
   for (size_t i = 0; i < translations.size(); ++i) {
@@ -92,7 +112,7 @@ std::vector<Result> PythonTranslator::translate_batch(const std::vector<std::str
 size_t PythonTranslator::translate_file(const std::string& input, const std::string& output, const CallArgs& call,
                                         bool with_scores, std::vector<std::string>& warnings) {
   std::lock_guard<std::mutex> lock(mutex_);
-  use(call);
+  use(call, {});
   const size_t before = group_->stats().sentences;
   app::translate_file(*group_, input, output, with_scores, collect_into(warnings));
   return group_->stats().sentences - before;

@@ -39,10 +39,16 @@ struct CallArgs {
   float length_penalty = SearchOptions().length_penalty;
   std::optional<std::vector<float>> max_length;  // [A] or [A, B]; none: the model file's, else 256
   std::optional<bool> force_eos;                 // none: as the model file says
-  int sampling_topk = SearchOptions().sampling_topk;
-  float sampling_topp = SearchOptions().sampling_topp;
+  // Sampling settings left None are not given: as the CLI's flags (TextSettings says what giving one implies).
+  std::optional<int> sampling_topk;
+  std::optional<float> sampling_topp;
+  std::optional<float> sampling_minp;
   float temperature = SearchOptions().temperature;
   uint64_t seed = SearchOptions().seed;
+  float repetition_penalty = SearchOptions().repetition_penalty;
+  int no_repeat_ngram_size = SearchOptions().no_repeat_ngram_size;
+  int beam_groups = SearchOptions().beam_groups;
+  float diversity_penalty = SearchOptions().diversity_penalty;
 
   bool operator==(const CallArgs& other) const;
   bool operator!=(const CallArgs& other) const { return !(*this == other); }
@@ -64,7 +70,9 @@ class PythonTranslator {
 
   // Both block on the lock, then run the engines: call them without the GIL. Warnings (truncated lines)
   // are appended to `warnings` for the caller to raise once it holds the GIL again.
+  // target_prefixes: empty, or one per line (an empty string: none), as the CLI's --target-prefix file.
   std::vector<Result> translate_batch(const std::vector<std::string>& lines, const CallArgs& call, bool with_scores,
+                                      const std::vector<std::string>& target_prefixes,
                                       std::vector<std::string>& warnings);
   // Returns the number of lines translated.
   size_t translate_file(const std::string& input, const std::string& output, const CallArgs& call, bool with_scores,
@@ -75,12 +83,14 @@ class PythonTranslator {
   const std::string& model_path() const { return group_->options().model_path; }
 
  private:
-  // Gives the engines `call`'s search settings if the last call had others (under the lock).
-  void use(const CallArgs& call);
+  // Gives the engines `call`'s search settings and `target_prefixes` if the last call had others (under the
+  // lock).
+  void use(const CallArgs& call, const std::vector<std::string>& target_prefixes);
 
   std::mutex mutex_;
   std::unique_ptr<TranslatorGroup> group_;
   CallArgs current_;
+  std::vector<std::string> current_prefixes_;
   std::string device_;
 };
 

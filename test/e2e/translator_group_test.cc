@@ -3,6 +3,7 @@
 // in input order, with the single engine's translation; that errors on either side end the run with
 // the error; and (gpu tag, two GPUs) that `--device cuda:0,1` prints what `--device cuda:0` prints.
 #include <cmath>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -140,41 +141,104 @@ TEST_CASE("an output error stops a translator group's engines and reaches the ca
   check_same_translations(again, TranslatorGroup(cpu_options(1), {0}).translate(lines));
 }
 
-// Two GPUs: one engine each; the output must be the one-GPU output, line for line (fp32, where a batch's
-// make-up does not change a token).
-TEST_CASE("--device cuda:0,1 prints what --device cuda:0 prints (fp32)", "[gpu][e2e][group]") {
-  REQUIRE_GPU_OR_SKIP();
-  if (cuda_device_count() < 2) {
-    WARN("one GPU: the two-GPU comparison is skipped");
-    return;
-  }
-  std::string input;
-  for (const Line& line : golden_lines(1000)) input += line.text + "\n";
-  std::string repeated;  // enough lines for both engines to take many deals
-  for (int copy = 0; copy < 10; ++copy) repeated += input;
-  const auto translate = [&](const std::string& device) {
-    const ProcessResult result = run_process(
-        {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--quiet", "--device", device, "--precision",
-         "fp32", "--max-length", "60", "--with-scores", "--max-batch-size", "16"},
-        repeated, 600);
-    INFO(result.err);
-    REQUIRE(result.exit_code == 0);
-    return split_lines(result.out);
-  };
-  const std::vector<std::string> one = translate("cuda:0"), two = translate("cuda:0,1");
-  CHECK(one.size() == count_lines(repeated));
+namespace {
+
+// True with two GPUs or more; otherwise says why the case is skipped.
+bool two_gpus_or_warn() {
+  if (cuda_device_count() >= 2) return true;
+  WARN("one GPU: the two-GPU case is skipped (it needs cuda:0 and cuda:1)");
+  return false;
+}
+
+// `translate --with-scores` of `input` on `device` in fp32, with `settings` added; one entry per output line.
+std::vector<std::string> translate_fp32(const std::string& device, const std::string& input,
+                                        const std::vector<std::string>& settings) {
+  std::vector<std::string> arguments{seqtrans_binary(), "translate", "-m",        converted_tiny_model(), "--quiet",
+                                     "--device",        device,      "--precision", "fp32",  "--max-length", "60",
+                                     "--with-scores"};
+  arguments.insert(arguments.end(), settings.begin(), settings.end());
+  const ProcessResult result = run_process(arguments, input, 600);
+  INFO(device << ": " << result.err);
+  REQUIRE(result.exit_code == 0);
+  return split_lines(result.out);
+}
+
+// "score ||| text" lines of two runs: texts equal, scores to the last printed digit.
+void check_same_scored_lines(const std::vector<std::string>& one, const std::vector<std::string>& two) {
   REQUIRE(two.size() == one.size());
   size_t differing = 0;
   double worst_score = 0;
   for (size_t i = 0; i < one.size(); ++i) {
-    // "score ||| text": texts must match; scores to the last printed digit.
     const size_t a_bar = one[i].find(" ||| "), b_bar = two[i].find(" ||| ");
     REQUIRE(a_bar != std::string::npos);
     REQUIRE(b_bar != std::string::npos);
     if (one[i].substr(a_bar) != two[i].substr(b_bar) && ++differing <= 5)
-      FAIL_CHECK("line " << i << ": cuda:0 '" << one[i] << "' vs cuda:0,1 '" << two[i] << "'");
+      FAIL_CHECK("line " << i << ": one GPU '" << one[i] << "' vs two GPUs '" << two[i] << "'");
     worst_score = std::max(worst_score, std::abs(std::stod(one[i].substr(0, a_bar)) - std::stod(two[i].substr(0, b_bar))));
   }
   CHECK(differing == 0);
   CHECK(worst_score < 2e-4);
+}
+
+std::string golden_input(size_t count, int copies) {
+  std::string input;
+  for (const Line& line : golden_lines(count)) input += line.text + "\n";
+  std::string repeated;
+  for (int copy = 0; copy < copies; ++copy) repeated += input;
+  return repeated;
+}
+
+}  // namespace
+
+// Two GPUs: one engine each; the output must be the one-GPU output, line for line (fp32, where a batch's
+// make-up does not change a token).
+TEST_CASE("--device cuda:0,1 prints what --device cuda:0 prints (fp32)", "[gpu][e2e][group]") {
+  REQUIRE_GPU_OR_SKIP();
+  if (!two_gpus_or_warn()) return;
+  const std::string repeated = golden_input(1000, 10);  // enough lines for both engines to take many deals
+  const std::vector<std::string> settings{"--max-batch-size", "16"};
+  const std::vector<std::string> one = translate_fp32("cuda:0", repeated, settings);
+  CHECK(one.size() == count_lines(repeated));
+  check_same_scored_lines(one, translate_fp32("cuda:0,1", repeated, settings));
+}
+
+// One sentence at a time, greedy: every step has one or two rows, so each GPU runs the persistent decoder
+// kernel (its launch once failed on the second GPU: its shared-memory attribute had been set on the first
+// only); and beam 4 at the default budget.
+TEST_CASE("two GPUs one sentence at a time (greedy) and beam 4 print what one GPU prints (fp32)", "[gpu][e2e][group]") {
+  REQUIRE_GPU_OR_SKIP();
+  if (!two_gpus_or_warn()) return;
+  const std::string input = golden_input(200, 1);
+  for (const std::vector<std::string>& settings :
+       {std::vector<std::string>{"-b", "1", "--max-batch-size", "1"}, std::vector<std::string>{"-b", "4"}}) {
+    CAPTURE(settings);
+    const std::vector<std::string> one = translate_fp32("cuda:0", input, settings);
+    CHECK(one.size() == count_lines(input));
+    check_same_scored_lines(one, translate_fp32("cuda:0,1", input, settings));
+  }
+  // The same in fp16 (the default), where only the run's success and line count are checked.
+  const ProcessResult fp16 = run_process({seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--quiet",
+                                          "--device", "cuda:0,1", "-b", "1", "--max-batch-size", "1"},
+                                         input, 600);
+  INFO(fp16.err);
+  CHECK(fp16.exit_code == 0);
+  CHECK(count_lines(fp16.out) == count_lines(input));
+}
+
+TEST_CASE("bench -i on two GPUs prints its report", "[gpu][e2e][group]") {
+  REQUIRE_GPU_OR_SKIP();
+  if (!two_gpus_or_warn()) return;
+  const std::string path = std::string(SEQTRANS_BINARY_DIR) + "/two_gpu_bench_input.txt";
+  {
+    std::ofstream file(path);
+    file << golden_input(1000, 2);
+  }
+  const ProcessResult result = run_process({seqtrans_binary(), "bench", "-m", converted_tiny_model(), "--device",
+                                            "cuda:0,1", "-i", path, "--runs", "1", "--warmup", "0", "-b", "1"},
+                                           "", 600);
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const std::string report = result.out + result.err;
+  CHECK(report.find("engines") != std::string::npos);
+  CHECK(report.find("target tokens/s") != std::string::npos);
 }

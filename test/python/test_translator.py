@@ -25,7 +25,15 @@ SETTINGS = [
     (["-b", "1", "--sampling-topk", "10", "--temperature", "0.8", "--seed", "7", "--with-scores"],
      {"beam_size": 1, "sampling_topk": 10, "temperature": 0.8, "seed": 7, "with_scores": True}),
     (["-b", "2", "--max-length", "6", "0.25", "--force-eos", "on"], {"beam_size": 2, "max_length": (6, 0.25), "force_eos": True}),
+    # Top-p and min-p alone: the whole vocabulary, beam size 1 (as the CLI decides when -b is not given).
+    (["--sampling-topp", "0.9", "--sampling-minp", "0.05", "--seed", "3", "--with-scores"],
+     {"sampling_topp": 0.9, "sampling_minp": 0.05, "seed": 3, "with_scores": True}),
+    (["-b", "4", "--repetition-penalty", "1.3", "--no-repeat-ngram-size", "2"],
+     {"beam_size": 4, "repetition_penalty": 1.3, "no_repeat_ngram_size": 2}),
+    (["-b", "4", "--beam-groups", "2", "--diversity-penalty", "0.5", "--n-best", "2"],
+     {"beam_size": 4, "beam_groups": 2, "diversity_penalty": 0.5, "n_best": 2}),
 ]
+SETTING_IDS = ["default", "greedy-scores", "nbest", "sampling", "limit", "nucleus", "repetition", "diverse"]
 
 
 def run_cli(cli, arguments, stdin=None):
@@ -93,7 +101,7 @@ def test_type_stubs_ship_with_the_package():
         assert name in stub
 
 
-@pytest.mark.parametrize("flags, kwargs", SETTINGS, ids=["default", "greedy-scores", "nbest", "sampling", "limit"])
+@pytest.mark.parametrize("flags, kwargs", SETTINGS, ids=SETTING_IDS)
 def test_translate_batch_gives_the_cli_text(cli, input_file, translator, flags, kwargs):
     cli_lines = cli_translate(cli, input_file, flags).splitlines()
     results = translator.translate_batch(INPUT, **kwargs)
@@ -107,13 +115,28 @@ def test_translate_batch_gives_the_cli_text(cli, input_file, translator, flags, 
     assert all((h.score is not None) == kwargs.get("with_scores", False) for r in results for h in r.hypotheses)
 
 
-@pytest.mark.parametrize("flags, kwargs", SETTINGS, ids=["default", "greedy-scores", "nbest", "sampling", "limit"])
+@pytest.mark.parametrize("flags, kwargs", SETTINGS, ids=SETTING_IDS)
 def test_translate_file_writes_what_the_cli_writes(cli, input_file, translator, tmp_path, flags, kwargs):
     output = tmp_path / "out.de"
     if kwargs.get("n_best", 1) > 1:
         kwargs = dict(kwargs, with_scores=True)  # n-best lines carry their scores either way
     assert translator.translate_file(input_file, output, **kwargs) == len(INPUT)
     assert output.read_text(encoding="utf-8") == cli_translate(cli, input_file, flags)
+
+
+def test_target_prefixes_give_the_cli_text(cli, input_file, translator, tmp_path):
+    prefixes = ["Ein" if i % 3 == 0 else "" for i in range(len(INPUT))]
+    prefix_file = tmp_path / "prefixes.de"
+    prefix_file.write_text("".join(p + "\n" for p in prefixes), encoding="utf-8")
+    flags = ["-b", "2", "--with-scores", "--target-prefix", str(prefix_file)]
+    cli_lines = cli_translate(cli, input_file, flags).splitlines()
+    results = translator.translate_batch(INPUT, beam_size=2, with_scores=True, target_prefix=prefixes)
+    assert formatted(results, {"with_scores": True}) == cli_lines
+    assert results[0].text.startswith("Ein")
+    # The next call without prefixes is unprefixed again.
+    assert translator.translate_batch(INPUT[:1], beam_size=2)[0].text == cli_translate(cli, input_file, ["-b", "2"]).splitlines()[0]
+    with pytest.raises(seqtrans.Error, match="2 prefixes for 1 lines"):
+        translator.translate_batch(["Hello."], target_prefix=["a", "b"])
 
 
 def test_four_threads_each_get_their_own_results(translator):
