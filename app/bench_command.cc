@@ -74,12 +74,18 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   SEQTRANS_CHECK(common.devices.indices.size() == 1, "--synthetic measures one device; --device {} names {}",
                  common.text.device, common.devices.indices.size());
   bench::SyntheticOptions synthetic;
-  synthetic.model.encoder_layers = options.layers.front();
-  synthetic.model.decoder_layers = options.layers.back();
-  synthetic.model.d_model = options.d_model;
-  synthetic.model.heads = options.heads;
-  synthetic.model.ffn = options.ffn;
-  synthetic.model.vocab = options.vocab;
+  synthetic.model = bench::synthetic_preset(options.preset.empty() ? "transformer-base" : options.preset);
+  // Shape flags given beside a preset replace its values.
+  const auto given = [&](const char* flag) { return options.preset.empty() || options.command->count(flag) > 0; };
+  if (given("--layers")) {
+    synthetic.model.encoder_layers = options.layers.front();
+    synthetic.model.decoder_layers = options.layers.back();
+  }
+  if (given("--d-model")) synthetic.model.d_model = options.d_model;
+  if (given("--heads")) synthetic.model.heads = options.heads;
+  if (given("--ffn")) synthetic.model.ffn = options.ffn;
+  if (given("--vocab")) synthetic.model.vocab = options.vocab;
+  if (given("--family")) synthetic.model.family = bench::synthetic_family(options.family);
   synthetic.grid = {options.batch, options.beam, options.source_length, options.target_length};
   synthetic.repetitions = {options.runs > 0 ? options.runs : 5, options.warmup >= 0 ? options.warmup : 2,
                            options.profile};
@@ -202,6 +208,16 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
   command->add_flag("--synthetic", options.synthetic, "Random-weight model and random inputs over a grid; no model file");
 
   const char* synthetic_group = "Synthetic model and grid";
+  command->add_option("--preset", options.preset,
+                      "A named shape: transformer-base (the default), nllb-600m (NLLB-200-distilled-600M) or "
+                      "mbart-large (mBART-50); shape flags given beside it replace its values")
+      ->group(synthetic_group);
+  command->add_option("--family", options.family,
+                      "The layout: marian (post-norm, sinusoids), m2m100 (NLLB-200 and M2M-100: pre-norm, fairseq "
+                      "sinusoids) or mbart (pre-norm, embedding norm, learned positions)")
+      ->check(CLI::IsMember({"marian", "m2m100", "mbart"}))
+      ->capture_default_str()
+      ->group(synthetic_group);
   command->add_option("--layers", options.layers, "Encoder,decoder layers (one number: both)")
       ->delimiter(',')
       ->expected(1, 2)

@@ -20,8 +20,14 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   SearchOptions& search = translator.search;
   translator.model_path = default_model_path();
 
-  command.add_option("-m,--model", translator.model_path, "Model file (convert checkpoints with scripts/convert_marian.py)")
+  command.add_option("-m,--model", translator.model_path, "Model file (convert checkpoints with scripts/convert_hf.py)")
       ->capture_default_str();
+  command.add_option("--source-lang", options.languages.source,
+                     "Multilingual models (NLLB-200, M2M-100, mBART-50): the source language, by the checkpoint's "
+                     "code (eng_Latn, en, en_XX; scripts/inspect_model.py --languages MODEL lists them)");
+  command.add_option("--target-lang", options.languages.target,
+                     "Multilingual models: the target language, forced as the first generated token (Hugging Face's "
+                     "forced_bos_token_id)");
   command.add_option("--device", options.text.device, "auto (GPU when present, else CPU), cpu, cuda, cuda:N, or several GPUs: cuda:all or cuda:N,M,... (one "
                      "engine per GPU, lines dealt to whichever is free, output in input order)")
       ->capture_default_str();
@@ -167,6 +173,8 @@ void resolve_common_options(CommonOptions& options) {
   options.text.sampling_topp_given = given(options.sampling_topp_option);
   options.text.sampling_minp_given = given(options.sampling_minp_option);
   options.translator.max_gpu_memory = options.max_gpu_memory_mib << 20;
+  if (!options.languages.source.empty() || !options.languages.target.empty())
+    options.translator.languages = {options.languages};
   options.devices = resolve_settings(options.text, options.translator);
 }
 

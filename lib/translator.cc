@@ -35,8 +35,23 @@ TokenizerSpec tokenizer_spec(const ModelFile& file) {
   spec.source_vocab = file.tokenizer().source_vocab;
   spec.target_vocab = file.tokenizer().target_vocab;
   spec.special_ids = {file.config().eos_id, file.config().unk_id, file.config().pad_id};
+  for (const LanguageCode& language : file.tokenizer().language_codes)
+    spec.language_codes.push_back(LanguageToken{language.code, language.id});
+  spec.source_language = file.tokenizer().source_language == LanguagePlacement::SourceSuffix
+                             ? SourceLanguagePlacement::Suffix
+                             : SourceLanguagePlacement::Prefix;
   return spec;
 }
+
+namespace {
+
+// Throws one line unless every entry of `languages` suits `tokenizer` (none given: the empty pair).
+void check_languages(const Tokenizer& tokenizer, const std::vector<Languages>& languages) {
+  if (languages.empty()) tokenizer.check_languages(Languages{});
+  for (const Languages& pair : languages) tokenizer.check_languages(pair);
+}
+
+}  // namespace
 
 Translator::Translator(const TranslatorOptions& options) : options_(options) {
   validate(options_.batching);
@@ -56,7 +71,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   // The tokenizer loads on another thread while the device initializes (a CUDA context takes ~100 ms) and
   // the weights are placed.
   std::future<std::unique_ptr<Tokenizer>> tokenizer =
-      std::async(std::launch::async, [this] { return std::make_unique<Tokenizer>(tokenizer_spec(*file_)); });
+      std::async(std::launch::async, [this] { return make_tokenizer(tokenizer_spec(*file_)); });
   ReservationInputs reservation_inputs{options_.dtype, options_.batching, slots_per_sentence(options_.search),
                                        options_.max_input_length};
   {
@@ -78,6 +93,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
   lap(startup_.weights);
   tokenizer_ = tokenizer.get();
+  check_languages(*tokenizer_, options_.languages);
   worker_ = std::make_unique<WorkerThread>();
   lap(startup_.tokenizer);  // what was left of it once the device and the weights were ready
   start_decoding();
@@ -123,6 +139,11 @@ void Translator::start_decoding() {
                                  scheduling.max_sentences, scheduler_->max_sentences()));
 }
 
+void Translator::set_languages(const std::vector<Languages>& languages) {
+  check_languages(*tokenizer_, languages);
+  options_.languages = languages;
+}
+
 void Translator::set_search(const SearchOptions& search, const OpenSettings& open) {
   resolve_search(search, open);
   start_decoding();
@@ -163,7 +184,18 @@ struct DetokenizedSentences {
 struct TokenizeSettings {
   size_t max_input_length = 0;
   const std::vector<std::string>* target_prefixes = nullptr;  // the translator's, fixed while a stream runs
+  const std::vector<Languages>* languages = nullptr;          // likewise
 };
+
+// The languages of input line `index` (none: the empty pair; one entry: every line's).
+const Languages& languages_of(const std::vector<Languages>& languages, size_t index) {
+  static const Languages none;
+  if (languages.empty()) return none;
+  if (languages.size() == 1) return languages.front();
+  SEQTRANS_CHECK(index < languages.size(), "languages are given for {} lines; input line {} has none",
+                 languages.size(), index + 1);
+  return languages[index];
+}
 
 // Lines (none blank) whose sentence ids are first_id, first_id + 1, ... in order.
 // Lines [begin, end) of `lines`, unsorted; seconds: the work's time.
@@ -174,20 +206,26 @@ TokenizedLines tokenize_range(const Tokenizer& tokenizer, const TokenizeSettings
   TokenizedLines tokenized;
   for (size_t i = begin; i < end; ++i) {
     const Line& line = lines[i];
-    std::vector<int32_t> source = tokenizer.encode_source(line.text);
+    const Languages& languages = languages_of(*settings.languages, line.index);
+    std::vector<int32_t> source = tokenizer.encode_source(line.text, languages.source);
     const size_t original = source.size();
     if (tokenizer.truncate_source(source, settings.max_input_length))
       tokenized.warnings.push_back(fmt::format("line {}: {} source tokens, truncated to {} (--max-input-length)",
                                                line.index + 1, original, source.size()));
-    std::vector<int32_t> prefix;
+    // The target language's token (generated), then the line's target prefix (a prompt); with a prefix the
+    // language token becomes part of the prompt, as in HF's decoder_input_ids.
+    std::vector<int32_t> start = tokenizer.target_start(languages.target);
+    size_t generated = start.size();
     const std::vector<std::string>& prefixes = *settings.target_prefixes;
     if (!prefixes.empty()) {
       SEQTRANS_CHECK(line.index < prefixes.size(), "--target-prefix has {} lines; input line {} has none",
                      prefixes.size(), line.index + 1);
-      prefix = tokenizer.encode_target_prefix(prefixes[line.index]);
+      const std::vector<int32_t> prefix = tokenizer.encode_target_prefix(prefixes[line.index]);
+      if (!prefix.empty()) generated = 0;
+      start.insert(start.end(), prefix.begin(), prefix.end());
     }
     tokenized.source_tokens += source.size();
-    tokenized.sentences.push_back(SessionSentence{ids[i], std::move(source), line.index, std::move(prefix)});
+    tokenized.sentences.push_back(SessionSentence{ids[i], std::move(source), line.index, std::move(start), generated});
   }
   tokenized.seconds = seconds_since(start);
   return tokenized;
@@ -272,7 +310,7 @@ void Translator::translate_stream(const LineFeed& feed, const TranslationSink& s
   LineQueue queue(feed, options_.batching.read_ahead);
   std::vector<FinishedSentence> finished;
   const size_t refill_below = 2 * options_.batching.max_batch_size;
-  const TokenizeSettings tokenize_settings{options_.max_input_length, &options_.target_prefixes};
+  const TokenizeSettings tokenize_settings{options_.max_input_length, &options_.target_prefixes, &options_.languages};
   std::optional<std::future<TokenizedLines>> tokenizing;
   std::deque<std::future<DetokenizedSentences>> detokenizing;
 

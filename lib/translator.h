@@ -18,11 +18,10 @@
 #include "models/encoder_decoder_model.h"
 #include "scheduler/decoding_scheduler.h"
 #include "search/options.h"
+#include "text/tokenizer.h"
 
 namespace seqtrans {
 
-class Tokenizer;
-struct TokenizerSpec;
 
 // The tokenizer a model file describes: its SentencePiece models, vocabularies and special ids.
 TokenizerSpec tokenizer_spec(const ModelFile& file);
@@ -54,6 +53,9 @@ struct TranslatorOptions {
   // empty string: none. Empty: no prefixes. The prefix is part of the translation (SessionSentence::prefix
   // says how it is scored).
   std::vector<std::string> target_prefixes;
+  // Multilingual models: each line's languages by input line number (Line::index), or one pair for every
+  // line (a single entry). Empty: none, which only models of one language pair accept.
+  std::vector<Languages> languages;
   // Search settings left to the model file: those it records replace the values in `search`.
   OpenSettings open_settings;
   // Source tokens per sentence, EOS included; longer lines are cut (with a warning) to fit, and never
@@ -133,6 +135,9 @@ class Translator {
   void set_target_prefixes(const std::vector<std::string>& target_prefixes) {
     options_.target_prefixes = target_prefixes;
   }
+  // Replaces TranslatorOptions::languages for later calls (between streams); throws one line, keeping the
+  // old ones, unless the model knows them.
+  void set_languages(const std::vector<Languages>& languages);
 
   const TranslationStats& stats() const { return stats_; }
   // The options in effect: the caller's, with the model file's generation defaults applied.

@@ -227,6 +227,10 @@ void TranslatorGroup::set_target_prefixes(const std::vector<std::string>& target
   for (auto& engine : engines_) engine->set_target_prefixes(target_prefixes);
 }
 
+void TranslatorGroup::set_languages(const std::vector<Languages>& languages) {
+  for (auto& engine : engines_) engine->set_languages(languages);
+}
+
 std::vector<TranslationStats> TranslatorGroup::engine_stats() const {
   std::vector<TranslationStats> parts;
   for (const auto& engine : engines_) parts.push_back(engine->stats());

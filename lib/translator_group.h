@@ -33,8 +33,9 @@ class TranslatorGroup {
   std::vector<Translation> translate(const std::vector<Line>& lines, const WarningSink& warn = {});
   // As Translator::set_search, on every engine.
   void set_search(const SearchOptions& search, const OpenSettings& open);
-  // As Translator::set_target_prefixes, on every engine.
+  // As Translator::set_target_prefixes and set_languages, on every engine.
   void set_target_prefixes(const std::vector<std::string>& target_prefixes);
+  void set_languages(const std::vector<Languages>& languages);
 
   size_t engines() const { return engines_.size(); }
   // The engines' devices, in the order given.

@@ -68,6 +68,9 @@ def parse_args(argv=None):
     shape.add_argument("--heads", type=int, default=8)
     shape.add_argument("--ffn", type=int, default=2048)
     shape.add_argument("--vocab", type=int, default=32000)
+    shape.add_argument("--family", default="marian", choices=["marian", "m2m100", "mbart"],
+                       help="the layout in both engines: MarianMTModel, M2M100ForConditionalGeneration (NLLB-200's "
+                            "architecture) or MBartForConditionalGeneration; seqtrans bench --family")
     shape.add_argument("--batch", type=int_list, default=[1, 16, 64, 128])
     shape.add_argument("--beam", type=int_list, default=[1, 4])
     shape.add_argument("--source-length", type=int, default=32, help="source ids per sentence, EOS included")
@@ -162,7 +165,7 @@ def seqtrans_synthetic(args):
              "--heads", str(args.heads), "--ffn", str(args.ffn), "--vocab", str(args.vocab),
              "--batch", ",".join(map(str, args.batch)), "--beam", ",".join(map(str, args.beam)),
              "--source-length", str(args.source_length), "--target-length", str(args.target_length),
-             "--runs", str(args.runs), "--warmup", str(args.warmup)]
+             "--runs", str(args.runs), "--warmup", str(args.warmup), "--family", args.family]
     report = run_seqtrans(args, flags, os.path.join(args.out, "seqtrans_synthetic.json"))
     points = {}
     for row in report["results"]:
@@ -185,9 +188,28 @@ def seqtrans_real(args, lines_path):
 
 # --- Hugging Face -----------------------------------------------------------------------------------
 
+def hf_family_config(args, pad):
+    """M2M-100 or mBART of the synthetic shape: the layouts seqtrans bench --family m2m100 / mbart runs."""
+    import transformers
+    config_class = transformers.M2M100Config if args.family == "m2m100" else transformers.MBartConfig
+    return config_class(
+        vocab_size=args.vocab, d_model=args.d_model, encoder_layers=args.layers[0], decoder_layers=args.layers[1],
+        encoder_attention_heads=args.heads, decoder_attention_heads=args.heads, encoder_ffn_dim=args.ffn,
+        decoder_ffn_dim=args.ffn, activation_function="relu" if args.family == "m2m100" else "gelu",
+        max_position_embeddings=max(1024, args.source_length, args.target_length + 1), scale_embedding=True,
+        tie_word_embeddings=True, pad_token_id=pad, eos_token_id=EOS_ID, decoder_start_token_id=pad,
+        bos_token_id=1, forced_eos_token_id=None)
+
+
 def hf_synthetic_model(args, torch, device, dtype):
     from transformers import MarianConfig, MarianMTModel
     pad = args.vocab - 1
+    if args.family != "marian":
+        import transformers
+        model_class = (transformers.M2M100ForConditionalGeneration if args.family == "m2m100"
+                       else transformers.MBartForConditionalGeneration)
+        torch.manual_seed(1)
+        return model_class(hf_family_config(args, pad)).to(device=device, dtype=dtype).eval()
     config = MarianConfig(
         vocab_size=args.vocab, decoder_vocab_size=args.vocab, d_model=args.d_model,
         encoder_layers=args.layers[0], decoder_layers=args.layers[1],

@@ -15,6 +15,7 @@ void bias_activation(Tensor& x, const Tensor& bias, Activation activation, cudaS
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
+void add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out, cudaStream_t stream);
 void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts, cudaStream_t stream);
 // Out-of-range ids or positions give zero rows here (the CPU throws): a kernel cannot throw.
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,

@@ -25,6 +25,7 @@ struct EmbedArguments {
   T* out;                    // [count, width]
   float scale;
   int64_t count, width, vocab, max_positions;
+  int position_offset;  // added to every position
 };
 
 template <typename T, bool kLearned>
@@ -40,7 +41,8 @@ __global__ void embed_kernel(EmbedArguments<T> args) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count * width;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = i / width, channel = i % width;
-    const int32_t id = ids[row], position = positions[row];
+    const int32_t id = ids[row];
+    const int64_t position = static_cast<int64_t>(positions[row]) + args.position_offset;
     float value = 0.0f;
     if (id >= 0 && id < vocab) {
       value = to_float(table[id * width + channel]) * scale;
@@ -65,7 +67,7 @@ void launch_embed(const Tensor& ids, const Tensor& positions, const Tensor& tabl
   const unsigned blocks = grid_size(count * width, kThreads);
   const bool learned = options.positions == PositionEncoding::Learned;
   EmbedArguments<T> args{ids.data<int32_t>(), positions.data<int32_t>(), table.data<T>(), nullptr, nullptr,
-                         out.data<T>(), options.scale, count, width, vocab, 0};
+                         out.data<T>(), options.scale, count, width, vocab, 0, options.position_offset};
   if (learned) {
     args.position_table = options.position_table->data<T>();
     args.max_positions = options.position_table->dim(0);

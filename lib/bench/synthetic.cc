@@ -137,16 +137,48 @@ class PointMeasurements {
 
 }  // namespace
 
+SyntheticModel synthetic_preset(const std::string& name) {
+  SyntheticModel model;  // transformer-base
+  if (name == "transformer-base") return model;
+  SEQTRANS_CHECK(name == "nllb-600m" || name == "mbart-large",
+                 "--preset: '{}' is not transformer-base, nllb-600m or mbart-large", name);
+  model.encoder_layers = model.decoder_layers = 12;
+  model.d_model = 1024;
+  model.heads = 16;
+  model.ffn = 4096;
+  model.vocab = name == "nllb-600m" ? 256206 : 250054;
+  model.family = name == "nllb-600m" ? SyntheticFamily::M2M100 : SyntheticFamily::MBart;
+  return model;
+}
+
+SyntheticFamily synthetic_family(const std::string& name) {
+  if (name == "marian") return SyntheticFamily::Marian;
+  if (name == "m2m100") return SyntheticFamily::M2M100;
+  SEQTRANS_CHECK(name == "mbart", "--family: '{}' is not marian, m2m100 or mbart", name);
+  return SyntheticFamily::MBart;
+}
+
 ModelConfig synthetic_config(const SyntheticModel& model, int max_positions) {
   ModelConfig config = transformer_base_config();
+  const bool pre_norm = model.family != SyntheticFamily::Marian, mbart = model.family == SyntheticFamily::MBart;
   config.d_model = model.d_model;
-  config.encoder = {model.encoder_layers, model.heads, model.ffn, false, false, false};
-  config.decoder = {model.decoder_layers, model.heads, model.ffn, false, false, false};
+  config.encoder = {model.encoder_layers, model.heads, model.ffn, pre_norm, pre_norm, mbart};
+  config.decoder = {model.decoder_layers, model.heads, model.ffn, pre_norm, pre_norm, mbart};
   config.embedding_scale = std::sqrt(static_cast<float>(model.d_model));
   config.max_positions = max_positions;
   config.source_vocab_size = config.target_vocab_size = model.vocab;
   config.pad_id = config.decoder_start_id = model.vocab - 1;
   config.suppressed_ids = {model.vocab - 1};
+  if (model.family == SyntheticFamily::M2M100) {
+    config.activation = Activation::Relu;
+    config.position_encoding = PositionEncoding::SinusoidalFairseq;
+    config.position_offset = 2;
+  } else if (mbart) {
+    config.activation = Activation::Gelu;
+    config.position_encoding = PositionEncoding::Learned;
+    config.position_offset = 2;
+    config.output_bias = true;
+  }
   return config;
 }
 

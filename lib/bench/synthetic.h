@@ -19,6 +19,11 @@
 
 namespace seqtrans::bench {
 
+// The layout of a synthetic model (docs/ARCHITECTURE.md §4): Marian's post-norm with sinusoids;
+// M2M-100 / NLLB-200's pre-norm with final norms and fairseq sinusoids; mBART's pre-norm with final and
+// embedding norms and learned positions.
+enum class SyntheticFamily { Marian, M2M100, MBart };
+
 // Transformer-base by default (Vaswani et al.).
 struct SyntheticModel {
   int encoder_layers = 6;
@@ -27,9 +32,17 @@ struct SyntheticModel {
   int heads = 8;
   int ffn = 2048;
   int vocab = 32000;  // shared source and target vocabulary, tied output layer
+  SyntheticFamily family = SyntheticFamily::Marian;
 };
 
-// A config of that shape with Transformer-base conventions otherwise (lib/models/tensor_specs.h):
+// The shapes people run, by name: "transformer-base", "nllb-600m" (NLLB-200-distilled-600M: d 1024,
+// 12 + 12 layers, 16 heads, ffn 4096, vocabulary 256,206) and "mbart-large" (mBART-50: the same widths,
+// vocabulary 250,054). Throws one line naming the presets for another name.
+SyntheticModel synthetic_preset(const std::string& name);
+// "marian", "m2m100" (NLLB-200 too) or "mbart"; throws for another name.
+SyntheticFamily synthetic_family(const std::string& name);
+
+// A config of that shape and family with Transformer-base conventions otherwise (lib/models/tensor_specs.h):
 // EOS 0, unknown 1, pad = decoder start = vocab - 1 (suppressed), `max_positions` positions.
 ModelConfig synthetic_config(const SyntheticModel& model, int max_positions);
 

@@ -12,6 +12,7 @@ void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out);
+void add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out);
 void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts);
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
            Tensor& out);
@@ -41,5 +42,7 @@ void sample_tokens(const Tensor& logits, const Tensor& rows, const ops::SampleOp
 float sinusoidal_position(int64_t position, int64_t channel, int64_t width);
 // out [P, width] fp32: row p is position p's encoding.
 void sinusoid_table(Tensor& out);
+// out [P, width] fp32: M2M-100's (fairseq's) sinusoids, evaluated in float as Hugging Face does.
+void fairseq_sinusoid_table(Tensor& out);
 
 }  // namespace seqtrans::cpu

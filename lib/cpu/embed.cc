@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu/cpu_ops.h"
 
@@ -24,21 +26,42 @@ void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, cons
   for (int64_t i = 0; i < count; ++i) {
     SEQTRANS_CHECK(token[i] >= 0 && token[i] < vocab, "embed: token id {} outside the vocabulary of {}", token[i],
                    vocab);
+    const int64_t at = static_cast<int64_t>(position[i]) + options.position_offset;
     const float* row = rows + static_cast<int64_t>(token[i]) * width;
     float* out_row = result + i * width;
     for (int64_t c = 0; c < width; ++c) out_row[c] = row[c] * options.scale;
     if (options.positions == PositionEncoding::Learned) {
       const Tensor& position_table = *options.position_table;
-      SEQTRANS_CHECK(position[i] >= 0 && position[i] < position_table.dim(0),
-                     "embed: position {} past the model's {} positions", position[i], position_table.dim(0));
-      const float* position_row = position_table.data<float>() + static_cast<int64_t>(position[i]) * width;
+      SEQTRANS_CHECK(at >= 0 && at < position_table.dim(0), "embed: position {} past the model's {} positions", at,
+                     position_table.dim(0));
+      const float* position_row = position_table.data<float>() + at * width;
       for (int64_t c = 0; c < width; ++c) out_row[c] += position_row[c];
-    } else if (options.sinusoid_table != nullptr && position[i] >= 0 && position[i] < options.sinusoid_table->dim(0)) {
-      const float* position_row = options.sinusoid_table->data<float>() + static_cast<int64_t>(position[i]) * width;
+    } else if (options.sinusoid_table != nullptr && at >= 0 && at < options.sinusoid_table->dim(0)) {
+      const float* position_row = options.sinusoid_table->data<float>() + at * width;
       for (int64_t c = 0; c < width; ++c) out_row[c] += position_row[c];
     } else {
-      for (int64_t c = 0; c < width; ++c) out_row[c] += sinusoidal_position(position[i], c, width);
+      for (int64_t c = 0; c < width; ++c) out_row[c] += sinusoidal_position(at, c, width);
     }
+  }
+}
+
+void fairseq_sinusoid_table(Tensor& out) {
+  // Hugging Face M2M-100 (fairseq): frequencies exp(k * -(ln 10000 / (half - 1))) and angles position x
+  // frequency, all in float as torch builds the table; sin in channels [0, half), cos in [half, 2 half), a
+  // zero channel last when the width is odd. Row pad_id is zeroed there, but positions start past it.
+  const int64_t positions = out.dim(0), width = out.dim(1), half = width / 2;
+  const float step = static_cast<float>(std::log(10000.0) / static_cast<double>(std::max<int64_t>(half - 1, 1)));
+  std::vector<float> frequencies(static_cast<size_t>(half));
+  for (int64_t k = 0; k < half; ++k) frequencies[k] = std::exp(static_cast<float>(k) * -step);
+  float* values = out.data<float>();
+  for (int64_t p = 0; p < positions; ++p) {
+    float* row = values + p * width;
+    for (int64_t k = 0; k < half; ++k) {
+      const float angle = static_cast<float>(p) * frequencies[k];
+      row[k] = std::sin(angle);
+      row[half + k] = std::cos(angle);
+    }
+    if (width % 2 == 1) row[width - 1] = 0.0f;
   }
 }
 

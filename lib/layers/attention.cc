@@ -18,16 +18,15 @@ SelfAttention::SelfAttention(const WeightLoader& weights, const std::string& sco
     : shape_(shape),
       qkv_(weights, scope + "/qkv", shape.d_model, 3 * shape.d_model),
       output_(weights, scope + "/output", shape.d_model, shape.d_model),
-      norm_(weights, scope + "/norm", shape.d_model, shape.epsilon) {}
+      norm_(weights, scope + "/norm", shape.d_model, shape.epsilon, shape.norm) {}
 
 Tensor SelfAttention::attend(const Tensor& context, const Tensor& residual) const {
-  const Tensor projected = output_.project(context);
-  return ops::add_bias_residual_layer_norm(projected, output_.bias(), residual, norm_.weights());
+  return norm_.output(output_.project(context), output_.bias(), residual);
 }
 
 Tensor SelfAttention::forward(const Tensor& x, int64_t batch, const Tensor& lengths) const {
   const int64_t tokens = x.dim(0), time = tokens / batch, d = shape_.d_model;
-  const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(x), qkv_.bias(), 3);  // 3 x [b*t, d]
+  const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(norm_.input(x)), qkv_.bias(), 3);  // 3 x [b*t, d]
   const Tensor context = ops::attention(qkv[0].reshape({batch, time, d}), qkv[1].reshape({batch, time, d}),
                                         qkv[2].reshape({batch, time, d}), lengths, attention_options(shape_));
   return attend(context.reshape({tokens, d}), x);
@@ -36,7 +35,7 @@ Tensor SelfAttention::forward(const Tensor& x, int64_t batch, const Tensor& leng
 Tensor SelfAttention::forward_packed(const Tensor& x, const Tensor& key_starts, const Tensor& key_lengths,
                                      int64_t longest) const {
   const int64_t tokens = x.dim(0), d = shape_.d_model;
-  const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(x), qkv_.bias(), 3);  // 3 x [n, d]
+  const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(norm_.input(x)), qkv_.bias(), 3);  // 3 x [n, d]
   // Each token a query row of its own; its keys are a span of the packed tokens, from its sentence's first.
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &key_starts;
@@ -49,7 +48,7 @@ Tensor SelfAttention::forward_packed(const Tensor& x, const Tensor& key_starts, 
 Tensor SelfAttention::step(const Tensor& x, Tensor& key_cache, Tensor& value_cache,
                            const DecoderStepInputs& inputs) const {
   const int64_t slots = x.dim(0), d = shape_.d_model;
-  const Tensor query = ops::append_self_attention_step(qkv_.project(x), qkv_.bias(), inputs.positions, key_cache,
+  const Tensor query = ops::append_self_attention_step(qkv_.project(norm_.input(x)), qkv_.bias(), inputs.positions, key_cache,
                                                        value_cache, inputs.history, inputs.cache_rows);
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &inputs.history;
@@ -63,8 +62,8 @@ void SelfAttention::describe(ops::PersistentDecoderLayer& layer) const {
   layer.qkv_bias = &qkv_.bias();
   layer.self_output_weight = &output_.weight();
   layer.self_output_bias = &output_.bias();
-  layer.self_gamma = &norm_.gamma();
-  layer.self_beta = &norm_.beta();
+  layer.self_gamma = &norm_.norm().gamma();
+  layer.self_beta = &norm_.norm().beta();
 }
 
 CrossAttention::CrossAttention(const WeightLoader& weights, const std::string& scope, const AttentionShape& shape)
@@ -72,7 +71,7 @@ CrossAttention::CrossAttention(const WeightLoader& weights, const std::string& s
       query_(weights, scope + "/query", shape.d_model, shape.d_model),
       kv_(weights, scope + "/kv", shape.d_model, 2 * shape.d_model),
       output_(weights, scope + "/output", shape.d_model, shape.d_model),
-      norm_(weights, scope + "/norm", shape.d_model, shape.epsilon) {}
+      norm_(weights, scope + "/norm", shape.d_model, shape.epsilon, shape.norm) {}
 
 void CrossAttention::project_memory(const Tensor& encoder_output, Tensor& keys, Tensor& values) const {
   std::vector<Tensor> kv = ops::add_bias_split(kv_.project(encoder_output), kv_.bias(), 2);
@@ -83,14 +82,13 @@ void CrossAttention::project_memory(const Tensor& encoder_output, Tensor& keys, 
 Tensor CrossAttention::step(const Tensor& x, const Tensor& keys, const Tensor& values,
                             const DecoderStepInputs& inputs) const {
   const int64_t slots = x.dim(0), d = shape_.d_model;
-  const Tensor query = query_.forward(x);
+  const Tensor query = query_.forward(norm_.input(x));
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &inputs.memory_starts;
   options.key_span = inputs.source_span;
   const Tensor context =
       ops::attention(query.reshape({slots, 1, d}), keys, values, inputs.source_lengths, options);
-  const Tensor projected = output_.project(context.reshape({slots, d}));
-  return ops::add_bias_residual_layer_norm(projected, output_.bias(), x, norm_.weights());
+  return norm_.output(output_.project(context.reshape({slots, d})), output_.bias(), x);
 }
 
 void CrossAttention::describe(ops::PersistentDecoderLayer& layer) const {
@@ -98,21 +96,20 @@ void CrossAttention::describe(ops::PersistentDecoderLayer& layer) const {
   layer.cross_query_bias = &query_.bias();
   layer.cross_output_weight = &output_.weight();
   layer.cross_output_bias = &output_.bias();
-  layer.cross_gamma = &norm_.gamma();
-  layer.cross_beta = &norm_.beta();
+  layer.cross_gamma = &norm_.norm().gamma();
+  layer.cross_beta = &norm_.norm().beta();
 }
 
 FeedForward::FeedForward(const WeightLoader& weights, const std::string& scope, int64_t d_model, int64_t ffn_dim,
-                         Activation activation, float epsilon)
+                         Activation activation, const SublayerNormShape& norm)
     : inner_(weights, scope + "/inner", d_model, ffn_dim),
       outer_(weights, scope + "/outer", ffn_dim, d_model),
-      norm_(weights, scope + "/norm", d_model, epsilon),
+      norm_(weights, scope + "/norm", d_model, norm.epsilon, norm.placement),
       activation_(activation) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {
-  const Tensor hidden = inner_.forward(x, activation_);
-  const Tensor projected = outer_.project(hidden);
-  return ops::add_bias_residual_layer_norm(projected, outer_.bias(), x, norm_.weights());
+  const Tensor hidden = inner_.forward(norm_.input(x), activation_);
+  return norm_.output(outer_.project(hidden), outer_.bias(), x);
 }
 
 void FeedForward::describe(ops::PersistentDecoderLayer& layer) const {
@@ -120,8 +117,8 @@ void FeedForward::describe(ops::PersistentDecoderLayer& layer) const {
   layer.inner_bias = &inner_.bias();
   layer.outer_weight = &outer_.weight();
   layer.outer_bias = &outer_.bias();
-  layer.ffn_gamma = &norm_.gamma();
-  layer.ffn_beta = &norm_.beta();
+  layer.ffn_gamma = &norm_.norm().gamma();
+  layer.ffn_beta = &norm_.norm().beta();
 }
 
 }  // namespace seqtrans

@@ -1,4 +1,5 @@
-// Multi-head attention sublayers of a post-norm Transformer (Marian / original Transformer).
+// Multi-head attention and feed-forward sublayers of a Transformer, post-norm (Marian) or pre-norm (mBART,
+// M2M-100/NLLB): SublayerNorm places the norm.
 #pragma once
 
 #include <string>
@@ -9,10 +10,17 @@ namespace seqtrans {
 
 struct DecoderStepInputs;  // layers/transformer.h
 
+// A sublayer norm's epsilon and placement.
+struct SublayerNormShape {
+  float epsilon = 1e-5f;
+  NormPlacement placement = NormPlacement::Post;
+};
+
 struct AttentionShape {
   int64_t d_model = 0;
   int num_heads = 0;
   float epsilon = 1e-5f;
+  NormPlacement norm = NormPlacement::Post;
 };
 
 // Self-attention with fused QKV projection, residual and layer norm.
@@ -39,7 +47,7 @@ class SelfAttention {
   AttentionShape shape_;
   Dense qkv_;
   Dense output_;
-  LayerNorm norm_;
+  SublayerNorm norm_;
 };
 
 // Decoder attention over the encoder output; keys and values are projected once per sentence.
@@ -59,15 +67,16 @@ class CrossAttention {
   Dense query_;
   Dense kv_;
   Dense output_;
-  LayerNorm norm_;
+  SublayerNorm norm_;
 };
 
-// Position-wise feed-forward block: norm(x + W2 act(W1 x + b1) + b2).
+// Position-wise feed-forward block: norm(x + W2 act(W1 x + b1) + b2) (post-norm) or
+// x + W2 act(W1 norm(x) + b1) + b2 (pre-norm).
 class FeedForward {
  public:
   FeedForward() = default;
   FeedForward(const WeightLoader& weights, const std::string& scope, int64_t d_model, int64_t ffn_dim,
-              Activation activation, float epsilon);
+              Activation activation, const SublayerNormShape& norm);
 
   Tensor forward(const Tensor& x) const;  // [m, d] -> [m, d]
   void describe(ops::PersistentDecoderLayer& layer) const;  // the feed-forward tensors
@@ -75,7 +84,7 @@ class FeedForward {
  private:
   Dense inner_;
   Dense outer_;
-  LayerNorm norm_;
+  SublayerNorm norm_;
   Activation activation_ = Activation::Relu;
 };
 

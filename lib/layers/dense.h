@@ -43,4 +43,33 @@ class LayerNorm {
   float epsilon_ = 1e-5f;
 };
 
+// Where a sublayer's layer norm sits (StackConfig::pre_norm): after the residual sum (post-norm: Marian,
+// the original Transformer) or on the sublayer's input (pre-norm: mBART, M2M-100, NLLB).
+enum class NormPlacement { Post, Pre };
+
+// A sublayer's layer norm at its placement: what the sublayer computes on, and how its output joins the
+// residual stream.
+class SublayerNorm {
+ public:
+  SublayerNorm() = default;
+  SublayerNorm(const WeightLoader& weights, const std::string& scope, int64_t width, float epsilon,
+               NormPlacement placement)
+      : norm_(weights, scope, width, epsilon), placement_(placement) {}
+
+  // The sublayer's input: x (post-norm) or layer_norm(x) (pre-norm). x: [m, d].
+  Tensor input(const Tensor& x) const { return placement_ == NormPlacement::Pre ? norm_.forward(x) : x; }
+  // The sublayer's output from its last projection without bias: layer_norm(projected + bias + residual)
+  // (post-norm) or residual + (projected + bias) (pre-norm). [m, d].
+  Tensor output(const Tensor& projected, const Tensor& bias, const Tensor& residual) const {
+    if (placement_ == NormPlacement::Pre) return ops::add_bias_residual(projected, bias, residual);
+    return ops::add_bias_residual_layer_norm(projected, bias, residual, norm_.weights());
+  }
+  const LayerNorm& norm() const { return norm_; }
+  NormPlacement placement() const { return placement_; }
+
+ private:
+  LayerNorm norm_;
+  NormPlacement placement_ = NormPlacement::Post;
+};
+
 }  // namespace seqtrans

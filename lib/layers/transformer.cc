@@ -2,11 +2,31 @@
 
 namespace seqtrans {
 
+namespace {
+
+NormPlacement placement_of(const StackConfig& stack) { return stack.pre_norm ? NormPlacement::Pre : NormPlacement::Post; }
+
+AttentionShape attention_shape(const ModelConfig& config, const StackConfig& stack) {
+  return {config.d_model, stack.num_heads, config.layer_norm_epsilon, placement_of(stack)};
+}
+
+SublayerNormShape norm_shape(const ModelConfig& config, const StackConfig& stack) {
+  return {config.layer_norm_epsilon, placement_of(stack)};
+}
+
+}  // namespace
+
+StackNorms::StackNorms(const WeightLoader& weights, const std::string& stack_scope, const ModelConfig& config,
+                       const StackConfig& stack) {
+  if (stack.embedding_layer_norm)
+    embedding_.emplace(weights, stack_scope + "/embedding_norm", config.d_model, config.layer_norm_epsilon);
+  if (stack.final_layer_norm) final_.emplace(weights, stack_scope + "/final_norm", config.d_model, config.layer_norm_epsilon);
+}
+
 EncoderLayer::EncoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
-    : self_attention_(weights, scope + "/self_attention",
-                      {config.d_model, config.encoder.num_heads, config.layer_norm_epsilon}),
+    : self_attention_(weights, scope + "/self_attention", attention_shape(config, config.encoder)),
       ffn_(weights, scope + "/ffn", config.d_model, config.encoder.ffn_dim, config.activation,
-           config.layer_norm_epsilon) {}
+           norm_shape(config, config.encoder)) {}
 
 Tensor EncoderLayer::forward(const Tensor& x, int64_t batch, const Tensor& lengths) const {
   return ffn_.forward(self_attention_.forward(x, batch, lengths));
@@ -18,12 +38,10 @@ Tensor EncoderLayer::forward_packed(const Tensor& x, const Tensor& key_starts, c
 }
 
 DecoderLayer::DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
-    : self_attention_(weights, scope + "/self_attention",
-                      {config.d_model, config.decoder.num_heads, config.layer_norm_epsilon}),
-      cross_attention_(weights, scope + "/cross_attention",
-                       {config.d_model, config.decoder.num_heads, config.layer_norm_epsilon}),
+    : self_attention_(weights, scope + "/self_attention", attention_shape(config, config.decoder)),
+      cross_attention_(weights, scope + "/cross_attention", attention_shape(config, config.decoder)),
       ffn_(weights, scope + "/ffn", config.d_model, config.decoder.ffn_dim, config.activation,
-           config.layer_norm_epsilon) {}
+           norm_shape(config, config.decoder)) {}
 
 void DecoderLayer::project_memory_into(const Tensor& encoder_output, const Tensor& pool_positions,
                                        DecoderLayerCache& cache) const {

@@ -1,12 +1,31 @@
-// Post-norm Transformer layers: the encoder layer and the incremental decoder layer.
+// Transformer layers (post-norm or pre-norm, StackConfig::pre_norm): the encoder layer, the incremental
+// decoder layer, and the norms around a stack.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "layers/attention.h"
 #include "models/model_config.h"
 
 namespace seqtrans {
+
+// The layer norms around a stack, where its config has them: after the embeddings (mBART's
+// layernorm_embedding, "<stack>/embedding_norm") and after the last layer (pre-norm stacks, "<stack>/final_norm").
+class StackNorms {
+ public:
+  StackNorms() = default;
+  StackNorms(const WeightLoader& weights, const std::string& stack_scope, const ModelConfig& config,
+             const StackConfig& stack);
+  // x: [m, d] -> [m, d]; x itself where the stack has no such norm.
+  Tensor after_embedding(const Tensor& x) const { return embedding_ ? embedding_->forward(x) : x; }
+  Tensor after_layers(const Tensor& x) const { return final_ ? final_->forward(x) : x; }
+  bool has_final() const { return final_.has_value(); }
+
+ private:
+  std::optional<LayerNorm> embedding_;
+  std::optional<LayerNorm> final_;
+};
 
 class EncoderLayer {
  public:

@@ -227,19 +227,8 @@ int32_t take_free(std::vector<int32_t>& free_list) {
 }
 
 void require_supported(const ModelFile& file, const ModelConfig& config) {
-  const auto refuse_if = [&](bool unsupported, const char* field) {
-    SEQTRANS_CHECK(!unsupported, "model file '{}': config.{} is not supported by this version of seqtrans",
-                   file.path(), field);
-  };
-  refuse_if(config.encoder.pre_norm, "encoder.pre_norm");
-  refuse_if(config.decoder.pre_norm, "decoder.pre_norm");
-  refuse_if(config.encoder.final_layer_norm, "encoder.final_layer_norm");
-  refuse_if(config.decoder.final_layer_norm, "decoder.final_layer_norm");
-  refuse_if(config.encoder.embedding_layer_norm, "encoder.embedding_layer_norm");
-  refuse_if(config.decoder.embedding_layer_norm, "decoder.embedding_layer_norm");
-  refuse_if(config.position_encoding == PositionEncoding::SinusoidalFairseq, "position_encoding = SINUSOIDAL_FAIRSEQ");
-  refuse_if(config.position_offset != 0, "position_offset");
-  refuse_if(config.kind != ModelKind::EncoderDecoder, "kind = DECODER_ONLY");
+  SEQTRANS_CHECK(config.kind == ModelKind::EncoderDecoder, "model file '{}' holds a decoder-only model, not an "
+                 "encoder-decoder translation model", file.path());
 }
 
 }  // namespace
@@ -258,13 +247,20 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
     source_embedding_ = weights.get("encoder/embedding", {config_.source_vocab_size, d});
     target_embedding_ = weights.get("decoder/embedding", {config_.target_vocab_size, d});
   }
+  const int64_t position_rows = int64_t{config_.max_positions} + config_.position_offset;
   if (config_.position_encoding == PositionEncoding::Learned) {
-    source_positions_ = weights.get("encoder/position_embedding", {config_.max_positions, d});
-    target_positions_ = weights.get("decoder/position_embedding", {config_.max_positions, d});
+    source_positions_ = weights.get("encoder/position_embedding", {position_rows, d});
+    target_positions_ = weights.get("decoder/position_embedding", {position_rows, d});
+  } else if (config_.position_encoding == PositionEncoding::SinusoidalFairseq) {
+    source_positions_ = ops::sinusoid_table(position_rows, d, options_.device, PositionEncoding::SinusoidalFairseq);
+    if (options_.dtype != DataType::F32) source_positions_ = ops::convert(source_positions_, options_.dtype);
+    target_positions_ = source_positions_;
   } else {
     // Evaluated once instead of per element and step (a double-precision pow and sine each).
     sinusoids_ = ops::sinusoid_table(config_.max_positions, d, options_.device);
   }
+  source_norms_ = StackNorms(weights, "encoder", config_, config_.encoder);
+  target_norms_ = StackNorms(weights, "decoder", config_, config_.decoder);
   output_weight_ = config_.tied_output ? target_embedding_
                                        : weights.get("decoder/output/weight", {config_.target_vocab_size, d});
   // The output bias is kept in fp32: it is added to fp32 logits (see fp32_output below).
@@ -280,10 +276,16 @@ Tensor EncoderDecoderModel::embed(const Tensor& ids, const Tensor& positions, Si
   const bool source = side == Side::Source;
   ops::EmbeddingOptions options;
   options.scale = config_.embedding_scale;
-  options.positions = config_.position_encoding;
-  if (options.positions == PositionEncoding::Learned) options.position_table = source ? &source_positions_ : &target_positions_;
-  if (sinusoids_.defined()) options.sinusoid_table = &sinusoids_;
-  return ops::embed(ids, positions, source ? source_embedding_ : target_embedding_, options);
+  options.position_offset = config_.position_offset;
+  if (source_positions_.defined()) {  // a table: learned, or fairseq sinusoids
+    options.positions = PositionEncoding::Learned;
+    options.position_table = source ? &source_positions_ : &target_positions_;
+  } else {
+    options.positions = PositionEncoding::SinusoidalSplit;
+    options.sinusoid_table = &sinusoids_;
+  }
+  const Tensor embedded = ops::embed(ids, positions, source ? source_embedding_ : target_embedding_, options);
+  return (source ? source_norms_ : target_norms_).after_embedding(embedded);
 }
 
 Tensor EncoderDecoderModel::encode_tensor(const std::vector<std::vector<int32_t>>& sources, Tensor& lengths) const {
@@ -308,7 +310,7 @@ Tensor EncoderDecoderModel::encode_tensor(const std::vector<std::vector<int32_t>
   lengths = ids_tensor(source_lengths, options_.device);
   Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);
   for (const EncoderLayer& layer : encoder_layers_) x = layer.forward(x, batch, lengths);
-  return x.reshape({batch, time, config_.d_model});
+  return source_norms_.after_layers(x).reshape({batch, time, config_.d_model});
 }
 
 Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>>& sources) const {
@@ -346,7 +348,7 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
   const Tensor lengths = ids_tensor(key_lengths, options_.device);
   Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);  // [n, d]
   for (const EncoderLayer& layer : encoder_layers_) x = layer.forward_packed(x, starts, lengths, time);
-  return x;
+  return source_norms_.after_layers(x);
 }
 
 Tensor EncoderDecoderModel::encode_joining(const std::vector<std::vector<int32_t>>& sources) const {
@@ -643,7 +645,8 @@ EncoderDecoderModel::DecodedStep EncoderDecoderModel::decode(EncoderDecoderState
   const DecoderStepInputs in_place{positions,      key_lengths,        state.history, memory_starts,
                                    source_lengths, state.source_span, &cache_rows};
   bool selected = false;
-  if (persistent_layers(state, x, in_place, reorder, greedy, selected)) return DecodedStep{x, selected};
+  if (persistent_layers(state, x, in_place, reorder, greedy, selected))
+    return DecodedStep{target_norms_.after_layers(x), selected};
   // The layers read a reordered copy, which then goes back.
   Tensor history({rows, state.capacity}, DataType::I32, options_.device);
   ops::copy_row_prefixes(state.history, &reorder, positions, history);
@@ -652,7 +655,7 @@ EncoderDecoderModel::DecodedStep EncoderDecoderModel::decode(EncoderDecoderState
   for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, state.layers[i], inputs);
   Tensor kept = state.history.slice_rows(0, rows);
   ops::copy_row_prefixes(history, nullptr, key_lengths, kept);
-  return DecodedStep{x, false};
+  return DecodedStep{target_norms_.after_layers(x), false};
 }
 
 bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs,
@@ -661,7 +664,8 @@ bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& 
   const int64_t persistent_rows = options_.persistent_decode_rows == kPersistentDecodeAuto
                                       ? default_persistent_decode_rows(options_.dtype)
                                       : options_.persistent_decode_rows;
-  if (x.dim(0) > persistent_rows) return false;
+  // The kernel fuses the post-norm block ends (the residual sum, then its norm) into its phases.
+  if (x.dim(0) > persistent_rows || config_.decoder.pre_norm) return false;
   std::vector<ops::PersistentDecoderLayer> layers;
   for (size_t i = 0; i < decoder_layers_.size(); ++i) layers.push_back(decoder_layers_[i].describe(state.layers[i]));
   const ops::PersistentDecoderStep step{&inputs.positions,      &inputs.key_lengths, &inputs.memory_starts,
@@ -670,7 +674,9 @@ bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& 
                                         config_.layer_norm_epsilon, config_.activation, &reorder};
   if (!ops::persistent_decoder_fits(x, layers, step)) return false;
   ++step_counts_.persistent;
-  selected = greedy != nullptr && options_.persistent_argmax && ops::persistent_output_fits(x, layers, step, *greedy);
+  // The folded output layer reads the last layer's rows as they are: no final norm in between.
+  selected = greedy != nullptr && options_.persistent_argmax && !target_norms_.has_final() &&
+             ops::persistent_output_fits(x, layers, step, *greedy);
   if (selected) ++step_counts_.persistent_argmax;
   x = ops::persistent_decoder_step(x, layers, step, selected ? greedy : nullptr);
   return true;

@@ -194,9 +194,13 @@ class EncoderDecoderModel : public StepModel {
   ModelOptions options_;
   Tensor source_embedding_;  // [V_src, d]
   Tensor target_embedding_;  // [V_tgt, d]
-  Tensor source_positions_;  // [max_positions, d], learned positions only
+  // [max_positions + position_offset, d]: learned positions, or fairseq sinusoids evaluated once (both read
+  // as a table: ops::EmbeddingOptions::position_table).
+  Tensor source_positions_;
   Tensor target_positions_;
-  Tensor sinusoids_;  // [max_positions, d] fp32, sinusoidal positions only (ops::sinusoid_table)
+  Tensor sinusoids_;  // [max_positions, d] fp32, Marian sinusoids only (ops::sinusoid_table)
+  StackNorms source_norms_;  // around the encoder: after its embeddings, after its last layer
+  StackNorms target_norms_;  // around the decoder
   Tensor output_weight_;     // [V_tgt, d]
   Tensor output_bias_;       // [V_tgt], undefined when the model has none
   // Statistics only (how steps ran, summed over every state); a step changes nothing else in the model.

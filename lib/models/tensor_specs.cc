@@ -1,5 +1,7 @@
 #include "models/tensor_specs.h"
 
+#include <utility>
+
 #include <cmath>
 #include <random>
 
@@ -40,8 +42,13 @@ std::vector<TensorSpec> model_tensor_specs(const ModelConfig& config) {
     specs.push_back({"decoder/embedding", {config.target_vocab_size, d}, TensorRole::Embedding});
   }
   if (config.position_encoding == PositionEncoding::Learned) {
-    specs.push_back({"encoder/position_embedding", {config.max_positions, d}, TensorRole::Embedding});
-    specs.push_back({"decoder/position_embedding", {config.max_positions, d}, TensorRole::Embedding});
+    const int64_t rows = int64_t{config.max_positions} + config.position_offset;
+    specs.push_back({"encoder/position_embedding", {rows, d}, TensorRole::Embedding});
+    specs.push_back({"decoder/position_embedding", {rows, d}, TensorRole::Embedding});
+  }
+  for (const auto& [stack, name] : {std::pair{&config.encoder, "encoder"}, std::pair{&config.decoder, "decoder"}}) {
+    if (stack->embedding_layer_norm) add_norm(specs, std::string(name) + "/embedding_norm", d);
+    if (stack->final_layer_norm) add_norm(specs, std::string(name) + "/final_norm", d);
   }
   for (int i = 0; i < config.encoder.num_layers; ++i) {
     const std::string scope = "encoder/layer_" + std::to_string(i);

@@ -13,6 +13,9 @@ Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, co
   check_float("embed", "table", table);
   check_same_device("embed", ids, table);
   check_same_device("embed", positions, table);
+  SEQTRANS_CHECK(options.position_offset >= 0, "embed: position offset {} is negative", options.position_offset);
+  SEQTRANS_CHECK(options.positions != PositionEncoding::SinusoidalFairseq,
+                 "embed: give fairseq sinusoids as a position table (sinusoid_table) with learned positions");
   if (options.positions == PositionEncoding::Learned) {
     SEQTRANS_CHECK(options.position_table != nullptr, "embed: learned positions need a position table");
     check_rank("embed", "position table", *options.position_table, 2);
@@ -34,8 +37,14 @@ Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, co
   return out;
 }
 
-Tensor sinusoid_table(int64_t positions, int64_t width, Device device) {
+Tensor sinusoid_table(int64_t positions, int64_t width, Device device, PositionEncoding kind) {
   SEQTRANS_CHECK(positions >= 0 && width >= 1, "sinusoid_table: {} positions of width {}", positions, width);
+  SEQTRANS_CHECK(kind != PositionEncoding::Learned, "sinusoid_table: learned positions have no formula");
+  if (kind == PositionEncoding::SinusoidalFairseq) {
+    Tensor host({positions, width}, DataType::F32, Device::CPU);
+    cpu::fairseq_sinusoid_table(host);
+    return device == Device::CPU ? host : host.to(device);
+  }
   Tensor out({positions, width}, DataType::F32, device);
   switch (device) {
     case Device::CPU: cpu::sinusoid_table(out); break;

@@ -46,6 +46,9 @@ struct LayerNormWeights {
 Tensor add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                     const LayerNormWeights& norm);
 
+// Pre-norm residual block end: residual + (x + bias). x, residual: [m, d]; bias: [d].
+Tensor add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual);
+
 // layer_norm(x) over the last axis. x: [m, d].
 Tensor layer_norm(const Tensor& x, const LayerNormWeights& norm);
 
@@ -57,7 +60,11 @@ std::vector<Tensor> add_bias_split(const Tensor& x, const Tensor& bias, int part
 struct EmbeddingOptions {
   float scale = 1.0f;
   PositionEncoding positions = PositionEncoding::SinusoidalSplit;
+  // Learned: [max_positions + position_offset, d] in the table's dtype. SinusoidalFairseq is given as such a
+  // table too (sinusoid_table of that kind), with positions = Learned.
   const Tensor* position_table = nullptr;
+  // Added to every position before its encoding is looked up or evaluated (ModelConfig::position_offset).
+  int position_offset = 0;
   // Sinusoidal positions only, optional: sinusoid_table(P, width) on the table's device, read for positions
   // below P instead of evaluating the sinusoid per element (the same values).
   const Tensor* sinusoid_table = nullptr;
@@ -65,8 +72,10 @@ struct EmbeddingOptions {
 Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const EmbeddingOptions& options);
 
 // The sinusoidal position encoding of positions [0, positions) as a table [positions, width] fp32 on
-// `device`, each entry what embed adds for it (evaluated once, by the device's own formula).
-Tensor sinusoid_table(int64_t positions, int64_t width, Device device);
+// `device`, each entry what embed adds for it (evaluated once, by the device's own formula). SinusoidalFairseq
+// is evaluated on the host in fp32 as Hugging Face's M2M-100 builds its table, then copied to the device.
+Tensor sinusoid_table(int64_t positions, int64_t width, Device device,
+                      PositionEncoding kind = PositionEncoding::SinusoidalSplit);
 
 // Multi-head scaled dot-product attention with per-row key lengths (keys at or past the length are
 // masked). query: [b, tq, d]; keys, values: [b, tk, d] (tk may be a cache capacity); key_lengths: [b]

@@ -1,4 +1,4 @@
-// The decoding scheduler (DESIGN.md §4b): owns the running decode (a SearchSession over the model's pool
+// The decoding scheduler (docs/ARCHITECTURE.md §5): owns the running decode (a SearchSession over the model's pool
 // of decoder rows) and a queue of waiting sentences, and decides at every iteration who joins. Then it
 // runs one decoder step over all occupied rows and hands back the sentences that finished.
 #pragma once

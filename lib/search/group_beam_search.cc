@@ -155,6 +155,7 @@ class GroupBeamSentence : public SentenceSearch {
         min_length_(limits.min_length),
         max_generated_(limits.max_generated),
         prefix_(limits.prefix),
+        prompt_(limits.prompt()),
         num_hypotheses_(options.num_hypotheses),
         force_eos_at_max_length_(options.force_eos_at_max_length) {
     // Each group starts with one real beam (HF's others are -1e9 placeholders), in its own slot.
@@ -269,8 +270,8 @@ class GroupBeamSentence : public SentenceSearch {
     return diverse < 0.0f ? diverse * repetition_penalty_ : diverse / repetition_penalty_;
   }
 
-  // Forced prefix tokens: lengths count the tokens after them (HF's decoder_prompt_len).
-  int prompt() const { return static_cast<int>(prefix_.size()); }
+  // Forced prompt tokens: lengths count the tokens after them (HF's decoder_prompt_len).
+  int prompt() const { return prompt_; }
 
   bool in_history(const GroupBeam& beam, int32_t token) const {
     return token == start_id_ || std::find(beam.tokens.begin(), beam.tokens.end(), token) != beam.tokens.end();
@@ -322,6 +323,7 @@ class GroupBeamSentence : public SentenceSearch {
   int min_length_;
   int max_generated_;
   std::vector<int32_t> prefix_;
+  int prompt_ = 0;  // of prefix_, the tokens lengths do not count
   int num_hypotheses_;
   bool force_eos_at_max_length_;
   int generated_ = 0;  // tokens every running beam has generated

@@ -1,5 +1,5 @@
 // The search entry point: picks greedy, beam search or sampling from the options and runs it against a
-// step model (DESIGN.md §4). Results come back in the order of `sources`.
+// step model (docs/ARCHITECTURE.md §1). Results come back in the order of `sources`.
 #pragma once
 
 #include <cstdint>

@@ -57,13 +57,15 @@ CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan,
 
 std::unique_ptr<SentenceSearch> make_sentence_search(const StepModel& model, const SearchOptions& options,
                                                      size_t source_length, uint64_t sentence_id,
-                                                     const std::vector<int32_t>& prefix) {
+                                                     const ForcedStart& start) {
   const int max_generated = max_generated_length(model, options, source_length);
-  for (int32_t id : prefix)
+  for (int32_t id : start.ids)
     SEQTRANS_CHECK(id >= 0 && id < model.target_vocab_size() && id != model.eos_id(),
                    "target prefix id {} is EOS or outside the vocabulary of {}", id, model.target_vocab_size());
-  const int prompt = static_cast<int>(prefix.size());
-  const SentenceLimits limits{max_generated + prompt, options.min_length + prompt, prefix};
+  SEQTRANS_CHECK(start.generated <= start.ids.size(), "forced start: {} generated of {} ids", start.generated,
+                 start.ids.size());
+  const int prompt = static_cast<int>(start.ids.size() - start.generated);
+  const SentenceLimits limits{max_generated + prompt, options.min_length + prompt, start.ids, prompt};
   switch (search_kind(options)) {
     case SearchKind::Greedy:
       return std::make_unique<GreedySentence>(model, options, limits);

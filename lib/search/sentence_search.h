@@ -1,4 +1,4 @@
-// One sentence's search as a small state machine (DESIGN.md §4b): it says what its slots feed to the next
+// One sentence's search as a small state machine (docs/ARCHITECTURE.md §5): it says what its slots feed to the next
 // decoder step, reads what that step gave them, and says which slots continue, fork or finish. The
 // rules are those of greedy search, beam search and sampling; who loops over steps and sentences is the
 // decoding scheduler's business (lib/scheduler), so sentences can join and leave between any two steps.
@@ -59,8 +59,17 @@ struct SentenceLimits {
   int max_generated = 1;
   int min_length = 0;
   std::vector<int32_t> prefix;  // forced target ids, no EOS
+  int prompt_length = 0;        // of which a prompt (the rest, first, are generated: a forced language token)
 
-  int prompt() const { return static_cast<int>(prefix.size()); }
+  int prompt() const { return prompt_length; }
+};
+
+// The target ids a sentence's output is forced to start with (no EOS): its first `generated` ids are
+// generated tokens (a multilingual model's language token, HF's forced_bos_token_id), counted in the
+// lengths; the rest are a prompt (a target prefix, HF's decoder_input_ids), which is not.
+struct ForcedStart {
+  std::vector<int32_t> ids;
+  size_t generated = 0;
 };
 
 // How every sentence of one search is stepped: the candidates each row needs (greedy and beam), or one
@@ -83,13 +92,13 @@ CandidateRequest candidate_request(const StepModel& model, const StepPlan& plan,
 
 // A sentence's search under `options` (validated), for a source of `source_length` ids. `sentence_id`
 // (the input line) keys its random stream (sampling), so a line samples the same tokens whatever its batch.
-// A non-empty `prefix` (target ids, no EOS) starts every hypothesis, CTranslate2's hard target_prefix: its
-// tokens are forced one step each, add log-prob 0 to the score (CTranslate2 sets a forced token's score to
-// 0), and are part of the output. Lengths count the tokens after it, EOS included, as HF generate() does
-// with the prefix in decoder_input_ids: the length limit and minimum, and beam search's length
-// normalization (where CTranslate2 divides by the whole hypothesis instead).
+// Non-empty `start.ids` start every hypothesis, CTranslate2's hard target_prefix: its tokens are forced one
+// step each, add log-prob 0 to the score (CTranslate2 sets a forced token's score to 0, as HF's forced BOS
+// does), and are part of the output. Lengths count the tokens after its prompt part, EOS included, as HF
+// generate() does with a prefix in decoder_input_ids: the length limit and minimum, and beam search's
+// length normalization (where CTranslate2 divides by the whole hypothesis instead).
 std::unique_ptr<SentenceSearch> make_sentence_search(const StepModel& model, const SearchOptions& options,
                                                      size_t source_length, uint64_t sentence_id,
-                                                     const std::vector<int32_t>& prefix = {});
+                                                     const ForcedStart& start = {});
 
 }  // namespace seqtrans

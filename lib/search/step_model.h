@@ -1,4 +1,4 @@
-// The search's only view of a model (DESIGN.md §4): sentences are encoded into a running decoder state
+// The search's only view of a model (docs/ARCHITECTURE.md §1): sentences are encoded into a running decoder state
 // (at its start or while it runs), then each step scores one next token for every active decoder slot.
 // Search code never sees layers, weights or devices.
 #pragma once

@@ -1,4 +1,7 @@
-// Tokenizer: source text -> model ids and target ids -> text, as Hugging Face's MarianTokenizer does.
+// The tokenizer interface: how a model frames a source line and the start of its translation, and turns
+// target ids back into text. The translator asks the tokenizer, not the model kind (docs/ARCHITECTURE.md).
+// Implementations: SentencePieceTokenizer (Marian / OPUS-MT) and MultilingualTokenizer (language codes:
+// NLLB-200, M2M-100, mBART-50).
 #pragma once
 
 #include <cstdint>
@@ -6,13 +9,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "text/unicode.h"
-#include "text/vocabulary.h"
-
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
 
 namespace seqtrans {
 
@@ -23,6 +19,15 @@ struct SpecialIds {
   int32_t pad = -1;  // negative: the model has no pad token
 };
 
+// A language code a multilingual model knows, and its token id in both vocabularies.
+struct LanguageToken {
+  std::string code;
+  int32_t id = 0;
+};
+
+// Where a multilingual model puts a source line's language token.
+enum class SourceLanguagePlacement { Prefix, Suffix };
+
 // What a Tokenizer is built from: the model file's TokenizerConfig plus the model's special ids.
 struct TokenizerSpec {
   std::string source_spm;                 // serialized SentencePiece ModelProto
@@ -30,59 +35,45 @@ struct TokenizerSpec {
   std::vector<std::string> source_vocab;  // [source_vocab_size] piece of each model id; empty: SentencePiece ids
   std::vector<std::string> target_vocab;  // [target_vocab_size] piece of each model id; empty: SentencePiece ids
   SpecialIds special_ids;
+  std::vector<LanguageToken> language_codes;  // empty: one language pair (no codes)
+  SourceLanguagePlacement source_language = SourceLanguagePlacement::Prefix;
 };
 
-// Turns source lines into model ids and target ids back into text with the model's SentencePiece
-// models and vocabularies. Mirrors transformers' MarianTokenizer (5.x):
-//   encode: the literal text of a special piece ("</s>", "<unk>", "<pad>") becomes that special id and
-//     splits the line; a ">>xx<<" language code at the start of a part is one piece looked up in the
-//     vocabulary; the rest goes through SentencePiece; pieces the vocabulary lacks become unk; EOS last.
-//     No Moses punctuation normalization (MarianTokenizer defines it but never calls it).
-//   decode: eos, pad and unk ids are dropped (skip_special_tokens=True), the pieces are joined by
-//     SentencePiece, "▁" becomes a space and surrounding whitespace is stripped.
-// Where we differ on purpose, or where Python cannot follow:
-//   - invalid UTF-8 is replaced by U+FFFD first (Python strings cannot hold it; same policy as
-//     bytes.decode(errors="replace"));
-//   - NUL is treated as a space (HF passes it to SentencePiece, which makes it an unknown piece);
-//   - a blank line (is_blank) is [eos] whatever the SentencePiece model's whitespace settings are;
-//   - decoding uses the target SentencePiece model; HF uses the source one when the vocabulary is
-//     shared, which only matters for byte-fallback pieces or denormalization rules (OPUS-MT has neither).
-// Encoding and decoding are const and safe to call from several threads at once.
+// A line's source and target languages by code; both empty for a model of one language pair.
+struct Languages {
+  std::string source;
+  std::string target;
+
+  bool operator==(const Languages& other) const { return source == other.source && target == other.target; }
+};
+
+// Every method is const and safe to call from several threads at once.
 class Tokenizer {
  public:
-  explicit Tokenizer(const TokenizerSpec& spec);
-  ~Tokenizer();
-  Tokenizer(Tokenizer&&) noexcept;
-  Tokenizer& operator=(Tokenizer&&) noexcept;
+  virtual ~Tokenizer() = default;
 
-  // [length] ids of one source line, EOS last; a blank line gives [eos]. Never throws on bad text.
-  std::vector<int32_t> encode_source(std::string_view line) const;
-  // [length] target ids of a text the translation must start with (a target prefix): the target
-  // SentencePiece model and vocabulary, the source's text cleaning, no EOS; a blank text gives none.
-  std::vector<int32_t> encode_target_prefix(std::string_view text) const;
-  // Text of target ids [length]; throws seqtrans::Error for an id outside the target vocabulary.
-  std::string decode_target(const std::vector<int32_t>& ids) const;
-
-  // Caps source ids [length] at max_length tokens the way HF's truncation=True does: the first
-  // max_length - 1 tokens, then EOS. Returns whether tokens were dropped. max_length must be >= 1.
-  bool truncate_source(std::vector<int32_t>& ids, size_t max_length) const;
-
-  const Vocabulary& source_vocabulary() const { return source_vocab_; }
-  const Vocabulary& target_vocabulary() const { return target_vocab_; }
-  const SpecialIds& special_ids() const { return special_ids_; }
-
- private:
-  // One piece of text that is not split further: a special piece found in the line, or the text between.
-  void encode_part(std::string_view part, std::vector<int32_t>& ids) const;
-  bool is_special(int32_t id) const;
-
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> source_spm_;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> target_spm_;
-  Vocabulary source_vocab_;
-  Vocabulary target_vocab_;
-  SpecialIds special_ids_;
-  // Source pieces of eos, unk and pad, with their ids: their literal text in a line is that token.
-  std::vector<std::pair<std::string, int32_t>> source_special_pieces_;
+  // [length] ids of one source line framed for its language: EOS, and the language token where the model
+  // puts it. A blank line gives the frame alone. Never throws on bad text (unknown languages are refused by
+  // check_languages first).
+  virtual std::vector<int32_t> encode_source(std::string_view line, const std::string& source_language) const = 0;
+  // The ids every translation into `target_language` starts with, as generated tokens (HF's
+  // forced_bos_token_id): a multilingual model's language token; none for a model of one pair.
+  virtual std::vector<int32_t> target_start(const std::string& target_language) const = 0;
+  // [length] target ids of a text the translation must start with after target_start (a target prefix):
+  // no EOS; a blank text gives none.
+  virtual std::vector<int32_t> encode_target_prefix(std::string_view text) const = 0;
+  // Text of target ids [length], special and language tokens dropped; throws seqtrans::Error for an id
+  // outside the target vocabulary.
+  virtual std::string decode_target(const std::vector<int32_t>& ids) const = 0;
+  // Caps framed source ids [length] at max_length tokens the way HF's truncation=True does (the frame is
+  // kept); returns whether tokens were dropped. max_length must leave room for the frame.
+  virtual bool truncate_source(std::vector<int32_t>& ids, size_t max_length) const = 0;
+  // Throws one line unless `languages` suit the model: both given and known for a multilingual model (the
+  // line lists a few codes and how to list all), neither for a model of one pair.
+  virtual void check_languages(const Languages& languages) const = 0;
 };
+
+// The tokenizer `spec` describes: multilingual when it has language codes.
+std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec);
 
 }  // namespace seqtrans

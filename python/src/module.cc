@@ -1,5 +1,6 @@
 // seqtrans._seqtrans: the Python binding (nanobind). Argument conversion and results happen here, with
 // the GIL; the engines run in PythonTranslator without it, so other Python threads go on meanwhile.
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -65,6 +66,29 @@ CallArgs call_args(const CallKeywords& keywords) {
   call.beam_groups = keywords.beam_groups;
   call.diversity_penalty = keywords.diversity_penalty;
   return call;
+}
+
+// A language argument: one code for every line, or a list with one per line.
+using LanguageArgument = std::variant<std::string, std::vector<std::string>>;
+
+// The call's languages as the engine takes them: none, one pair, or one per line (a single code is repeated).
+std::vector<Languages> languages_of(const std::optional<LanguageArgument>& source,
+                                    const std::optional<LanguageArgument>& target) {
+  if (!source && !target) return {};
+  const auto codes = [](const std::optional<LanguageArgument>& argument) {
+    if (!argument) return std::vector<std::string>{""};
+    if (const std::string* code = std::get_if<std::string>(&*argument)) return std::vector<std::string>{*code};
+    return std::get<std::vector<std::string>>(*argument);
+  };
+  const std::vector<std::string> sources = codes(source), targets = codes(target);
+  const size_t lines = std::max(sources.size(), targets.size());
+  if (sources.size() != 1 && targets.size() != 1 && sources.size() != targets.size())
+    throw seqtrans::Error(fmt::format("source_lang has {} codes and target_lang {}: give one code or one per line",
+                                      sources.size(), targets.size()));
+  std::vector<Languages> languages;
+  for (size_t i = 0; i < lines; ++i)
+    languages.push_back({sources[sources.size() == 1 ? 0 : i], targets[targets.size() == 1 ? 0 : i]});
+  return languages;
 }
 
 // Raises the engine's warnings as Python UserWarnings, now that the GIL is held again.
@@ -174,7 +198,8 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
              std::optional<bool> force_eos, std::optional<int> sampling_topk, std::optional<float> sampling_topp,
              std::optional<float> sampling_minp, float temperature, uint64_t seed, float repetition_penalty,
              int no_repeat_ngram_size, int beam_groups, float diversity_penalty,
-             const std::optional<std::vector<std::string>>& target_prefix) {
+             const std::optional<std::vector<std::string>>& target_prefix,
+             const std::optional<LanguageArgument>& source_lang, const std::optional<LanguageArgument>& target_lang) {
             const CallArgs call = call_args({beam_size, n_best, length_penalty, max_length, force_eos, sampling_topk,
                                              sampling_topp, sampling_minp, temperature, seed, repetition_penalty,
                                              no_repeat_ngram_size, beam_groups, diversity_penalty});
@@ -182,8 +207,9 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
             std::vector<Result> results;
             {
               nb::gil_scoped_release release;
-              results = self.translate_batch(lines, call, with_scores, target_prefix.value_or(std::vector<std::string>{}),
-                                             warnings);
+              const LineSettings line_settings{target_prefix.value_or(std::vector<std::string>{}),
+                                               languages_of(source_lang, target_lang)};
+              results = self.translate_batch(lines, call, with_scores, line_settings, warnings);
             }
             raise_warnings(warnings);
             return results;
@@ -195,10 +221,13 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
           "repetition_penalty"_a = CallArgs().repetition_penalty,
           "no_repeat_ngram_size"_a = CallArgs().no_repeat_ngram_size, "beam_groups"_a = CallArgs().beam_groups,
           "diversity_penalty"_a = CallArgs().diversity_penalty, "target_prefix"_a = nb::none(),
+          "source_lang"_a = nb::none(), "target_lang"_a = nb::none(),
           (std::string("Translates a list of lines; result i belongs to lines[i]. A blank line gives \"\".\n") +
            kCallDoc +
            "\ntarget_prefix: None, or one string per line (\"\" for none): each translation starts with its "
-           "line's prefix,\n    which is part of the text and adds 0 to the score (the CLI's --target-prefix).")
+           "line's prefix,\n    which is part of the text and adds 0 to the score (the CLI's --target-prefix).\n"
+           "source_lang, target_lang: multilingual models (NLLB-200, M2M-100, mBART-50): a language code "
+           "(\"eng_Latn\", \"en\",\n    \"en_XX\") for every line, or a list with one per line.")
               .c_str())
       .def(
           "translate_file",
@@ -207,7 +236,8 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
              const std::optional<MaxLength>& max_length, std::optional<bool> force_eos,
              std::optional<int> sampling_topk, std::optional<float> sampling_topp, std::optional<float> sampling_minp,
              float temperature, uint64_t seed, float repetition_penalty, int no_repeat_ngram_size, int beam_groups,
-             float diversity_penalty) {
+             float diversity_penalty, const std::optional<std::string>& source_lang,
+             const std::optional<std::string>& target_lang) {
             const CallArgs call = call_args({beam_size, n_best, length_penalty, max_length, force_eos, sampling_topk,
                                              sampling_topp, sampling_minp, temperature, seed, repetition_penalty,
                                              no_repeat_ngram_size, beam_groups, diversity_penalty});
@@ -215,7 +245,12 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
             size_t lines = 0;
             {
               nb::gil_scoped_release release;
-              lines = self.translate_file(input_path.string(), output_path.string(), call, with_scores, warnings);
+              const std::vector<seqtrans::Languages> languages =
+                  source_lang || target_lang
+                      ? std::vector<seqtrans::Languages>{{source_lang.value_or(""), target_lang.value_or("")}}
+                      : std::vector<seqtrans::Languages>{};
+              lines = self.translate_file(input_path.string(), output_path.string(), call, with_scores, languages,
+                                          warnings);
             }
             raise_warnings(warnings);
             return lines;
@@ -226,7 +261,8 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
           "sampling_minp"_a = nb::none(), "temperature"_a = CallArgs().temperature, "seed"_a = CallArgs().seed,
           "repetition_penalty"_a = CallArgs().repetition_penalty,
           "no_repeat_ngram_size"_a = CallArgs().no_repeat_ngram_size, "beam_groups"_a = CallArgs().beam_groups,
-          "diversity_penalty"_a = CallArgs().diversity_penalty,
+          "diversity_penalty"_a = CallArgs().diversity_penalty, "source_lang"_a = nb::none(),
+          "target_lang"_a = nb::none(),
           (std::string("Translates a file as `seqtrans translate -i input_path -o output_path` does: one line per "
                        "input line (n-best: \"index ||| text ||| score\"; with_scores: \"score ||| text\"), the "
                        "output replaced only when complete. Returns the number of lines.\n") +

@@ -71,10 +71,14 @@ PythonTranslator::PythonTranslator(const EngineArgs& args) {
   group_ = std::make_unique<TranslatorGroup>(options, devices.indices);
 }
 
-void PythonTranslator::use(const CallArgs& call, const std::vector<std::string>& target_prefixes) {
-  if (target_prefixes != current_prefixes_) {
-    group_->set_target_prefixes(target_prefixes);
-    current_prefixes_ = target_prefixes;
+void PythonTranslator::use(const CallArgs& call, const LineSettings& line_settings) {
+  if (line_settings.languages != current_lines_.languages) {
+    group_->set_languages(line_settings.languages);
+    current_lines_.languages = line_settings.languages;
+  }
+  if (line_settings.target_prefixes != current_lines_.target_prefixes) {
+    group_->set_target_prefixes(line_settings.target_prefixes);
+    current_lines_.target_prefixes = line_settings.target_prefixes;
   }
   if (call == current_) return;
   SearchOptions search;
@@ -85,17 +89,19 @@ void PythonTranslator::use(const CallArgs& call, const std::vector<std::string>&
 }
 
 std::vector<Result> PythonTranslator::translate_batch(const std::vector<std::string>& lines, const CallArgs& call,
-                                                      bool with_scores,
-                                                      const std::vector<std::string>& target_prefixes,
+                                                      bool with_scores, const LineSettings& line_settings,
                                                       std::vector<std::string>& warnings) {
-  SEQTRANS_CHECK(target_prefixes.empty() || target_prefixes.size() == lines.size(),
-                 "target_prefix: {} prefixes for {} lines (give one per line, \"\" for none)", target_prefixes.size(),
+  const size_t prefixes = line_settings.target_prefixes.size(), languages = line_settings.languages.size();
+  SEQTRANS_CHECK(prefixes == 0 || prefixes == lines.size(),
+                 "target_prefix: {} prefixes for {} lines (give one per line, \"\" for none)", prefixes, lines.size());
+  SEQTRANS_CHECK(languages <= 1 || languages == lines.size(),
+                 "source_lang/target_lang: {} languages for {} lines (give one code, or one per line)", languages,
                  lines.size());
   std::vector<Line> input;
   input.reserve(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) input.push_back(Line{i, lines[i]});
   std::lock_guard<std::mutex> lock(mutex_);
-  use(call, target_prefixes);
+  use(call, line_settings);
   const std::vector<Translation> translations = group_->translate(input, collect_into(warnings));
   std::vector<Result> results(translations.size());
   for (size_t i = 0; i < translations.size(); ++i) {
@@ -110,9 +116,11 @@ std::vector<Result> PythonTranslator::translate_batch(const std::vector<std::str
 }
 
 size_t PythonTranslator::translate_file(const std::string& input, const std::string& output, const CallArgs& call,
-                                        bool with_scores, std::vector<std::string>& warnings) {
+                                        bool with_scores, const std::vector<Languages>& languages,
+                                        std::vector<std::string>& warnings) {
+  SEQTRANS_CHECK(languages.size() <= 1, "translate_file: one source_lang and target_lang for the whole file");
   std::lock_guard<std::mutex> lock(mutex_);
-  use(call, {});
+  use(call, LineSettings{{}, languages});
   const size_t before = group_->stats().sentences;
   app::translate_file(*group_, input, output, with_scores, collect_into(warnings));
   return group_->stats().sentences - before;

@@ -54,6 +54,12 @@ struct CallArgs {
   bool operator!=(const CallArgs& other) const { return !(*this == other); }
 };
 
+// What a call gives line by line besides its search settings.
+struct LineSettings {
+  std::vector<std::string> target_prefixes;  // empty, or one per line
+  std::vector<Languages> languages;          // empty, one for every line, or one per line
+};
+
 struct Hypothesis {
   std::string text;
   std::optional<float> score;  // with_scores only
@@ -71,12 +77,12 @@ class PythonTranslator {
   // Both block on the lock, then run the engines: call them without the GIL. Warnings (truncated lines)
   // are appended to `warnings` for the caller to raise once it holds the GIL again.
   // target_prefixes: empty, or one per line (an empty string: none), as the CLI's --target-prefix file.
+  // languages: empty (a model of one pair), one pair for every line, or one per line.
   std::vector<Result> translate_batch(const std::vector<std::string>& lines, const CallArgs& call, bool with_scores,
-                                      const std::vector<std::string>& target_prefixes,
-                                      std::vector<std::string>& warnings);
-  // Returns the number of lines translated.
+                                      const LineSettings& line_settings, std::vector<std::string>& warnings);
+  // Returns the number of lines translated. languages: empty or one pair, as --source-lang/--target-lang.
   size_t translate_file(const std::string& input, const std::string& output, const CallArgs& call, bool with_scores,
-                        std::vector<std::string>& warnings);
+                        const std::vector<Languages>& languages, std::vector<std::string>& warnings);
 
   const std::string& device() const { return device_; }
   size_t engines() const { return group_->engines(); }
@@ -85,12 +91,12 @@ class PythonTranslator {
  private:
   // Gives the engines `call`'s search settings and `target_prefixes` if the last call had others (under the
   // lock).
-  void use(const CallArgs& call, const std::vector<std::string>& target_prefixes);
+  void use(const CallArgs& call, const LineSettings& line_settings);
 
   std::mutex mutex_;
   std::unique_ptr<TranslatorGroup> group_;
   CallArgs current_;
-  std::vector<std::string> current_prefixes_;
+  LineSettings current_lines_;
   std::string device_;
 };
 

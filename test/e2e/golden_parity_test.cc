@@ -11,7 +11,7 @@
 #include "support/gpu.h"
 #include "support/model_builder.h"
 #include "support/search_runs.h"
-#include "text/tokenizer.h"
+#include "text/sentencepiece_tokenizer.h"
 #include "translator.h"
 
 using namespace seqtrans;
@@ -76,7 +76,7 @@ std::vector<std::vector<int32_t>> golden_prefixes(const GoldenFile& golden, cons
     else
       texts.back() += c;
   }
-  const Tokenizer tokenizer(tokenizer_spec(file));
+  const SentencePieceTokenizer tokenizer(tokenizer_spec(file));
   std::vector<std::vector<int32_t>> prefixes;
   for (size_t i = 0; i < golden.cases.size(); ++i) prefixes.push_back(tokenizer.encode_target_prefix(texts[i % texts.size()]));
   return prefixes;
@@ -197,7 +197,7 @@ TEST_CASE("the tokenizer reproduces Hugging Face's source ids for the golden inp
   for (const char* name : {"marian_tiny_greedy.tsv", "marian_separate_greedy.tsv"}) {
     const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/" + name);
     const ModelFile file = ModelFile::open(golden_model(golden));
-    const Tokenizer tokenizer(tokenizer_spec(file));
+    const SentencePieceTokenizer tokenizer(tokenizer_spec(file));
     size_t identical = 0;
     for (const GoldenCase& golden_case : golden.cases)
       identical += tokenizer.encode_source(golden_case.source_text) == golden_case.source_ids;

@@ -11,19 +11,19 @@
 #include "core/error.h"
 #include "fuzz/fuzz_check.h"
 #include "models/model_file.h"
-#include "text/tokenizer.h"
+#include "text/sentencepiece_tokenizer.h"
 #include "translator.h"
 
 namespace {
 
 using seqtrans::fuzz::require;
 
-const seqtrans::Tokenizer& bundled_tokenizer() {
-  static const seqtrans::Tokenizer tokenizer(seqtrans::tokenizer_spec(seqtrans::ModelFile::open(SEQTRANS_FUZZ_MODEL)));
+const seqtrans::SentencePieceTokenizer& bundled_tokenizer() {
+  static const seqtrans::SentencePieceTokenizer tokenizer(seqtrans::tokenizer_spec(seqtrans::ModelFile::open(SEQTRANS_FUZZ_MODEL)));
   return tokenizer;
 }
 
-void check_encoding(const seqtrans::Tokenizer& tokenizer, std::string_view line) {
+void check_encoding(const seqtrans::SentencePieceTokenizer& tokenizer, std::string_view line) {
   std::vector<int32_t> ids = tokenizer.encode_source(line);
   require(!ids.empty() && ids.back() == tokenizer.special_ids().eos, "an encoding does not end in EOS");
   const auto vocabulary = static_cast<int32_t>(tokenizer.source_vocabulary().size());
@@ -47,7 +47,7 @@ std::vector<int32_t> ids_from_bytes(std::string_view bytes, int32_t vocabulary) 
   return ids;
 }
 
-void check_decoding(const seqtrans::Tokenizer& tokenizer, std::string_view bytes) {
+void check_decoding(const seqtrans::SentencePieceTokenizer& tokenizer, std::string_view bytes) {
   const auto vocabulary = static_cast<int32_t>(tokenizer.target_vocabulary().size());
   const std::vector<int32_t> ids = ids_from_bytes(bytes, vocabulary);
   bool in_range = true;
@@ -65,7 +65,7 @@ void check_decoding(const seqtrans::Tokenizer& tokenizer, std::string_view bytes
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  const seqtrans::Tokenizer& tokenizer = bundled_tokenizer();
+  const seqtrans::SentencePieceTokenizer& tokenizer = bundled_tokenizer();
   check_encoding(tokenizer, bytes);
   check_decoding(tokenizer, bytes);
   return 0;

@@ -184,6 +184,38 @@ TEST_CASE("embed reads a sinusoid table as it evaluates the sinusoid, and past t
   CHECK_THROWS_AS(ops::embed(ids, positions, table, tabled), Error);
 }
 
+TEST_CASE("fairseq sinusoids follow M2M-100's formula, and a position offset shifts the lookup", "[ops]") {
+  const int64_t width = 8, half = 4;
+  const Tensor table = ops::sinusoid_table(5, width, Device::CPU, PositionEncoding::SinusoidalFairseq);
+  const std::vector<float> values = table.to_float_vector();
+  for (int64_t p = 0; p < 5; ++p)
+    for (int64_t k = 0; k < half; ++k) {
+      // Hugging Face: exp(k * -(ln 10000 / (half - 1))), sin in the first half, cos in the second.
+      const double angle = static_cast<double>(p) * std::exp(static_cast<double>(k) * -std::log(10000.0) / (half - 1));
+      CHECK(std::abs(values[p * width + k] - std::sin(angle)) < 1e-6);
+      CHECK(std::abs(values[p * width + half + k] - std::cos(angle)) < 1e-6);
+    }
+  // Embedding through the table with an offset of 2 reads row position + 2.
+  const Tensor tokens = random_floats({3, width});
+  ops::EmbeddingOptions options;
+  options.positions = PositionEncoding::Learned;
+  options.position_table = &table;
+  options.position_offset = 2;
+  const std::vector<float> out = ops::embed(Tensor::from_ints({1}, {1}), Tensor::from_ints({1}, {1}), tokens, options)
+                                     .to_float_vector();
+  const std::vector<float> token = tokens.to_float_vector();
+  for (int64_t c = 0; c < width; ++c) CHECK(out[c] == token[width + c] + values[3 * width + c]);
+  CHECK_THROWS_AS(ops::embed(Tensor::from_ints({1}, {1}), Tensor::from_ints({1}, {3}), tokens, options), Error);
+}
+
+TEST_CASE("add_bias_residual adds the bias, then the residual", "[ops]") {
+  const Tensor x = random_floats({5, 7}), bias = random_floats({7}), residual = random_floats({5, 7});
+  const std::vector<float> got = ops::add_bias_residual(x, bias, residual).to_float_vector();
+  const std::vector<float> xv = x.to_float_vector(), bv = bias.to_float_vector(), rv = residual.to_float_vector();
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == rv[i] + (xv[i] + bv[i % 7]));
+  CHECK_THROWS_AS(ops::add_bias_residual(x, bias, random_floats({5, 6})), Error);
+}
+
 TEST_CASE("attention matches per-head softmax(q k^T scale) v with key lengths", "[ops]") {
   const int64_t batch = 3, query_len = 4, key_capacity = 6, heads = 2, width = 8, head_dim = 4;
   const Tensor q = random_floats({batch, query_len, width}), k = random_floats({batch, key_capacity, width});

@@ -150,6 +150,10 @@ TEST_CASE("cuda layer norms match the CPU", "[gpu]") {
         const Tensor got = ops::layer_norm(x.gpu, {gamma.gpu, beta.gpu, epsilon});
         CHECK(max_relative_error(values_of(got), expected.to_float_vector()) < tolerance(dtype));
       }
+      // The pre-norm block end (no norm): residual + (x + bias).
+      const Tensor expected_sum = ops::add_bias_residual(x.cpu, bias.cpu, residual.cpu);
+      const Tensor got_sum = ops::add_bias_residual(x.gpu, bias.gpu, residual.gpu);
+      CHECK(max_relative_error(values_of(got_sum), expected_sum.to_float_vector()) < tolerance(dtype));
     }
 }
 
@@ -182,10 +186,12 @@ TEST_CASE("cuda embed matches the CPU with sinusoidal and learned positions", "[
         const Operand table = random_operand({vocab, width}, dtype);
         const Operand position_table = random_operand({max_positions, width}, dtype);
         const Tensor ids = random_ints({count}, 0, static_cast<int32_t>(vocab - 1));
-        const Tensor positions = random_ints({count}, 0, static_cast<int32_t>(max_positions - 1));
+        const int offset = count % 2 == 0 ? 2 : 0;  // mBART's and M2M-100's positions start at 2
+        const Tensor positions = random_ints({count}, 0, static_cast<int32_t>(max_positions - 1 - offset));
         ops::EmbeddingOptions cpu_options, gpu_options;
         cpu_options.scale = gpu_options.scale = 22.627417f;
         cpu_options.positions = gpu_options.positions = encoding;
+        cpu_options.position_offset = gpu_options.position_offset = offset;
         cpu_options.position_table = &position_table.cpu;
         gpu_options.position_table = &position_table.gpu;
         const Tensor expected = ops::embed(ids, positions, table.cpu, cpu_options);

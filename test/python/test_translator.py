@@ -188,8 +188,10 @@ def test_the_gil_is_released_while_translating(translator):
      lambda: seqtrans.Translator(device="cpu").translate_batch(["Hi."], max_length=(2.5,))),
     (["translate", "--device", "cpu", "-b", "4", "--sampling-topk", "5"],
      lambda: seqtrans.Translator(device="cpu").translate_batch(["Hi."], beam_size=4, sampling_topk=5)),
+    (["translate", "--device", "cpu", "--source-lang", "en", "--target-lang", "de"],
+     lambda: seqtrans.Translator(device="cpu").translate_batch(["Hi."], source_lang="en", target_lang="de")),
 ], ids=["missing-model", "not-a-model", "bad-device", "device-twice", "fp16-on-cpu", "nbest-over-beam",
-        "fractional-limit", "sampling-with-beam"])
+        "fractional-limit", "sampling-with-beam", "languages-for-one-pair"])
 def test_errors_are_exceptions_with_the_cli_message(cli, cli_arguments, call):
     with pytest.raises(seqtrans.Error) as raised:
         call()

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "text/tokenizer.h"
+#include "text/sentencepiece_tokenizer.h"
 #include "translator.h"
 
 namespace seqtrans::testing {
@@ -16,7 +16,7 @@ std::vector<std::vector<int32_t>> golden_source_ids(const GoldenFile& golden, si
 
 std::vector<std::vector<int32_t>> tokenized_golden_sources(const GoldenFile& golden, const ModelFile& file,
                                                            size_t count) {
-  const Tokenizer tokenizer(tokenizer_spec(file));
+  const SentencePieceTokenizer tokenizer(tokenizer_spec(file));
   std::vector<std::vector<int32_t>> sources;
   for (size_t i = 0; i < std::min(count, golden.cases.size()); ++i) {
     sources.push_back(tokenizer.encode_source(golden.cases[i].source_text));

@@ -121,3 +121,37 @@ TEST_CASE("bench synthetic: invalid shapes are one-line errors", "[bench]") {
 }
 
 }  // namespace seqtrans::bench
+
+namespace seqtrans::bench {
+
+TEST_CASE("synthetic presets name the shapes and layouts people run", "[bench]") {
+  const SyntheticModel nllb = synthetic_preset("nllb-600m");
+  CHECK(nllb.d_model == 1024);
+  CHECK(nllb.encoder_layers == 12);
+  CHECK(nllb.vocab == 256206);
+  const ModelConfig nllb_config = synthetic_config(nllb, 64);
+  CHECK(nllb_config.decoder.pre_norm);
+  CHECK(nllb_config.decoder.final_layer_norm);
+  CHECK_FALSE(nllb_config.decoder.embedding_layer_norm);
+  CHECK(nllb_config.position_encoding == PositionEncoding::SinusoidalFairseq);
+  CHECK(nllb_config.position_offset == 2);
+  const ModelConfig mbart = synthetic_config(synthetic_preset("mbart-large"), 64);
+  CHECK(mbart.decoder.embedding_layer_norm);
+  CHECK(mbart.position_encoding == PositionEncoding::Learned);
+  CHECK_FALSE(synthetic_config(synthetic_preset("transformer-base"), 64).decoder.pre_norm);
+  CHECK_THROWS_AS(synthetic_preset("gpt-9"), Error);
+  CHECK_THROWS_AS(synthetic_family("t5"), Error);
+}
+
+TEST_CASE("a tiny synthetic benchmark runs each family's layout on the CPU", "[bench]") {
+  for (const SyntheticFamily family : {SyntheticFamily::M2M100, SyntheticFamily::MBart}) {
+    SyntheticOptions options = tiny_options();
+    options.model.family = family;
+    options.ablations = false;
+    const SyntheticReport report = run_synthetic(options, {});
+    CHECK(report.results.size() == 4);
+    for (const SyntheticResult& result : report.results) CHECK(result.generated_tokens_per_second > 0);
+  }
+}
+
+}  // namespace seqtrans::bench

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "catch.h"
-#include "text/tokenizer.h"
+#include "text/sentencepiece_tokenizer.h"
 
 namespace seqtrans {
 namespace {
@@ -57,7 +57,7 @@ TEST_CASE("Tokenizer matches Hugging Face MarianTokenizer", "[.hf_crosscheck]") 
   const std::vector<int32_t> special = parse_ids(read_lines(dir + "/special_ids.txt").at(0));
   REQUIRE(special.size() == 3);
   spec.special_ids = {special[0], special[1], special[2]};
-  const Tokenizer tokenizer(spec);
+  const SentencePieceTokenizer tokenizer(spec);
 
   const std::vector<std::string> inputs = read_lines(dir + "/encode_input.txt");
   const std::vector<std::string> expected_ids = read_lines(dir + "/encode_ids.txt");

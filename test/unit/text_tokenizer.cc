@@ -1,5 +1,5 @@
 // Tests for Tokenizer on tiny SentencePiece models trained here, in memory, from made-up sentences.
-#include "text/tokenizer.h"
+#include "text/sentencepiece_tokenizer.h"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
@@ -151,7 +151,7 @@ std::vector<int32_t> with_eos(std::vector<int32_t> ids, int32_t eos) {
 }  // namespace
 
 TEST_CASE("Tokenizer encodes like SentencePiece and appends EOS", "[text][tokenizer]") {
-  const Tokenizer tokenizer(same_model_spec(english_model()));
+  const SentencePieceTokenizer tokenizer(same_model_spec(english_model()));
   const auto spm = load(english_model());
   for (size_t k = 0; k < 50; ++k) {
     const std::string& line = english_sentences()[k];
@@ -162,7 +162,7 @@ TEST_CASE("Tokenizer encodes like SentencePiece and appends EOS", "[text][tokeni
 
 TEST_CASE("Tokenizer decode(encode(line)) gives the line back", "[text][tokenizer]") {
   for (const auto* sentences : {&english_sentences(), &german_sentences()}) {
-    const Tokenizer tokenizer(same_model_spec(sentences == &english_sentences() ? english_model() : german_model()));
+    const SentencePieceTokenizer tokenizer(same_model_spec(sentences == &english_sentences() ? english_model() : german_model()));
     for (size_t k = 0; k < 50; ++k) {
       const std::string& line = (*sentences)[k];
       CHECK(tokenizer.decode_target(tokenizer.encode_source(line)) == line);
@@ -172,7 +172,7 @@ TEST_CASE("Tokenizer decode(encode(line)) gives the line back", "[text][tokenize
 
 TEST_CASE("Tokenizer maps pieces through an explicit vocabulary", "[text][tokenizer]") {
   const std::vector<std::string> vocab = opus_vocab({});
-  const Tokenizer tokenizer(opus_spec(vocab));
+  const SentencePieceTokenizer tokenizer(opus_spec(vocab));
   const auto spm = load(english_model());
   size_t unknown_pieces = 0;
   for (size_t k = 0; k < 100; ++k) {
@@ -193,7 +193,7 @@ TEST_CASE("Tokenizer maps pieces through an explicit vocabulary", "[text][tokeni
 
 TEST_CASE("Tokenizer decodes model ids through the target vocabulary", "[text][tokenizer]") {
   const std::vector<std::string> vocab = opus_vocab({});
-  const Tokenizer tokenizer(opus_spec(vocab));
+  const SentencePieceTokenizer tokenizer(opus_spec(vocab));
   const auto spm = load(german_model());
   for (size_t k = 0; k < 50; ++k) {
     const std::string& line = german_sentences()[k];
@@ -213,21 +213,21 @@ TEST_CASE("Tokenizer decodes model ids through the target vocabulary", "[text][t
 }
 
 TEST_CASE("Tokenizer: pieces the model does not know become unk", "[text][tokenizer]") {
-  const Tokenizer native(same_model_spec(english_model()));
+  const SentencePieceTokenizer native(same_model_spec(english_model()));
   // 'Q', 'ж' and '€' never occur in the training sentences.
   const std::vector<int32_t> ids = native.encode_source("a man Q ж €");
   CHECK(std::count(ids.begin(), ids.end(), native_ids.unk) >= 3);
   CHECK(native.decode_target(ids) == "a man");  // unk is dropped, as HF's skip_special_tokens does
 
   const std::vector<std::string> vocab = opus_vocab({});
-  const Tokenizer opus(opus_spec(vocab));
+  const SentencePieceTokenizer opus(opus_spec(vocab));
   const std::vector<int32_t> opus_ids = opus.encode_source("a man Q ж €");
   CHECK(std::count(opus_ids.begin(), opus_ids.end(), 1) >= 3);
 }
 
 TEST_CASE("Tokenizer: special pieces written in the text become special ids", "[text][tokenizer]") {
   const std::vector<std::string> vocab = opus_vocab({});
-  const Tokenizer tokenizer(opus_spec(vocab));
+  const SentencePieceTokenizer tokenizer(opus_spec(vocab));
   const int32_t pad = static_cast<int32_t>(vocab.size()) - 1;
   const auto contains = [](const std::vector<int32_t>& ids, int32_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -251,7 +251,7 @@ TEST_CASE("Tokenizer: special pieces written in the text become special ids", "[
 
 TEST_CASE("Tokenizer: a leading >>xx<< language code is one piece", "[text][tokenizer]") {
   const std::vector<std::string> vocab = opus_vocab({">>de<<", ">>fr<<"});
-  const Tokenizer tokenizer(opus_spec(vocab));
+  const SentencePieceTokenizer tokenizer(opus_spec(vocab));
   const int32_t de = static_cast<int32_t>(std::find(vocab.begin(), vocab.end(), ">>de<<") - vocab.begin());
   const std::vector<int32_t> plain = tokenizer.encode_source(" a man");
   std::vector<int32_t> expected = {de};
@@ -265,7 +265,7 @@ TEST_CASE("Tokenizer: a leading >>xx<< language code is one piece", "[text][toke
 }
 
 TEST_CASE("Tokenizer: blank lines encode to [eos]", "[text][tokenizer]") {
-  const Tokenizer tokenizer(same_model_spec(english_model()));
+  const SentencePieceTokenizer tokenizer(same_model_spec(english_model()));
   for (const std::string& line : {std::string(), std::string("   "), std::string(" \t\r\n\v\f"),
                                  std::string("\0", 1), std::string("\xC2\xA0\xE3\x80\x80")}) {
     CHECK(is_blank(line));
@@ -277,7 +277,7 @@ TEST_CASE("Tokenizer: blank lines encode to [eos]", "[text][tokenizer]") {
 }
 
 TEST_CASE("Tokenizer: untrusted bytes never throw and have a defined meaning", "[text][tokenizer]") {
-  const Tokenizer tokenizer(same_model_spec(english_model()));
+  const SentencePieceTokenizer tokenizer(same_model_spec(english_model()));
   const std::string fffd = "\xEF\xBF\xBD";
   // Invalid UTF-8 means U+FFFD (which nmt_nfkc normalization then drops).
   CHECK(tokenizer.encode_source("a man \xff\xfe dog") == tokenizer.encode_source("a man " + fffd + fffd + " dog"));
@@ -291,7 +291,7 @@ TEST_CASE("Tokenizer: untrusted bytes never throw and have a defined meaning", "
 }
 
 TEST_CASE("Tokenizer: a 100,000-character line", "[text][tokenizer]") {
-  const Tokenizer tokenizer(same_model_spec(english_model()));
+  const SentencePieceTokenizer tokenizer(same_model_spec(english_model()));
   std::string words;
   for (size_t k = 0; words.size() < 100000; ++k) words += english_sentences()[k % 400] + " ";
   words.resize(100000);
@@ -312,7 +312,7 @@ TEST_CASE("Tokenizer: a 100,000-character line", "[text][tokenizer]") {
 }
 
 TEST_CASE("Tokenizer::truncate_source keeps EOS last", "[text][tokenizer]") {
-  const Tokenizer tokenizer(same_model_spec(english_model()));
+  const SentencePieceTokenizer tokenizer(same_model_spec(english_model()));
   std::vector<int32_t> ids = {10, 11, 12, 13, 14, 15, native_ids.eos};
   CHECK_FALSE(tokenizer.truncate_source(ids, 7));
   CHECK(ids.size() == 7);
@@ -325,7 +325,7 @@ TEST_CASE("Tokenizer::truncate_source keeps EOS last", "[text][tokenizer]") {
 }
 
 TEST_CASE("Tokenizer rejects ids outside the target vocabulary", "[text][tokenizer]") {
-  const Tokenizer tokenizer(same_model_spec(english_model()));
+  const SentencePieceTokenizer tokenizer(same_model_spec(english_model()));
   const int32_t size = tokenizer.target_vocabulary().size();
   CHECK_THROWS_AS(tokenizer.decode_target({5, size}), Error);
   CHECK_THROWS_AS(tokenizer.decode_target({-1}), Error);
@@ -333,27 +333,27 @@ TEST_CASE("Tokenizer rejects ids outside the target vocabulary", "[text][tokeniz
 
 TEST_CASE("Tokenizer construction fails cleanly on bad models and ids", "[text][tokenizer]") {
   TokenizerSpec spec = same_model_spec(english_model());
-  CHECK_NOTHROW(Tokenizer(spec));
+  CHECK_NOTHROW(SentencePieceTokenizer(spec));
   spec.target_spm.clear();
-  CHECK_THROWS_AS(Tokenizer(spec), Error);
+  CHECK_THROWS_AS(SentencePieceTokenizer(spec), Error);
   spec.target_spm = "not a SentencePiece model";
-  CHECK_THROWS_AS(Tokenizer(spec), Error);
+  CHECK_THROWS_AS(SentencePieceTokenizer(spec), Error);
 
   spec = same_model_spec(english_model());
   spec.special_ids.eos = 100000;
-  CHECK_THROWS_AS(Tokenizer(spec), Error);
+  CHECK_THROWS_AS(SentencePieceTokenizer(spec), Error);
   spec = same_model_spec(english_model());
   spec.special_ids.unk = -1;
-  CHECK_THROWS_AS(Tokenizer(spec), Error);
+  CHECK_THROWS_AS(SentencePieceTokenizer(spec), Error);
   spec = same_model_spec(english_model());
   spec.special_ids.pad = -1;  // no pad token is fine
-  CHECK_NOTHROW(Tokenizer(spec));
+  CHECK_NOTHROW(SentencePieceTokenizer(spec));
   spec.target_vocab = {"</s>", "<unk>"};  // eos 2 does not fit a 2-piece target vocabulary
-  CHECK_THROWS_AS(Tokenizer(spec), Error);
+  CHECK_THROWS_AS(SentencePieceTokenizer(spec), Error);
 }
 
 TEST_CASE("Tokenizer can be shared by threads", "[text][tokenizer]") {
-  const Tokenizer tokenizer(opus_spec(opus_vocab({})));
+  const SentencePieceTokenizer tokenizer(opus_spec(opus_vocab({})));
   std::vector<std::vector<int32_t>> expected;
   for (const std::string& line : english_sentences()) expected.push_back(tokenizer.encode_source(line));
   std::vector<int> mismatches(4, 0);
@@ -368,6 +368,62 @@ TEST_CASE("Tokenizer can be shared by threads", "[text][tokenizer]") {
   }
   for (auto& thread : threads) thread.join();
   CHECK(mismatches == std::vector<int>(4, 0));
+}
+
+TEST_CASE("MultilingualTokenizer frames sources with language tokens and forces the target's first", "[text][tokenizer]") {
+  const std::vector<std::string> vocab = opus_vocab({"eng_Latn", "deu_Latn"});
+  TokenizerSpec spec = opus_spec(vocab);
+  const int32_t english = static_cast<int32_t>(vocab.size()) - 3, german = static_cast<int32_t>(vocab.size()) - 2;
+  spec.language_codes = {{"eng_Latn", english}, {"deu_Latn", german}};
+  const std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(spec);
+  const SentencePieceTokenizer text_only(opus_spec(vocab));
+  const std::string line = "The quick brown fox.";
+  const std::vector<int32_t> plain = text_only.encode_source(line);  // tokens, EOS
+
+  SECTION("prefix placement: [code] tokens [eos]") {
+    std::vector<int32_t> expected = plain;
+    expected.insert(expected.begin(), english);
+    CHECK(tokenizer->encode_source(line, "eng_Latn") == expected);
+    CHECK(tokenizer->target_start("deu_Latn") == std::vector<int32_t>{german});
+    // Truncation keeps the language token and EOS (HF's truncation with special tokens).
+    std::vector<int32_t> cut = expected;
+    REQUIRE(tokenizer->truncate_source(cut, 4));
+    CHECK(cut == std::vector<int32_t>{english, plain[0], plain[1], spec.special_ids.eos});
+  }
+  SECTION("suffix placement: tokens [eos] [code]") {
+    spec.source_language = SourceLanguagePlacement::Suffix;
+    const std::unique_ptr<Tokenizer> legacy = make_tokenizer(spec);
+    std::vector<int32_t> expected = plain;
+    expected.push_back(english);
+    CHECK(legacy->encode_source(line, "eng_Latn") == expected);
+    std::vector<int32_t> cut = expected;
+    REQUIRE(legacy->truncate_source(cut, 4));
+    CHECK(cut == std::vector<int32_t>{plain[0], plain[1], spec.special_ids.eos, english});
+  }
+  SECTION("language tokens are dropped when decoding") {
+    std::vector<int32_t> ids = text_only.encode_target_prefix("Der schnelle Fuchs");
+    const std::string text = text_only.decode_target(ids);
+    ids.insert(ids.begin(), german);
+    CHECK(tokenizer->decode_target(ids) == text);
+  }
+  SECTION("missing or unknown codes are refused in one line that names some and how to list all") {
+    CHECK_NOTHROW(tokenizer->check_languages({"eng_Latn", "deu_Latn"}));
+    for (const Languages& bad : {Languages{"", "deu_Latn"}, Languages{"eng_Latn", "xx_Yyyy"}}) {
+      try {
+        tokenizer->check_languages(bad);
+        FAIL("expected an error");
+      } catch (const Error& error) {
+        const std::string message = error.what();
+        CHECK(message.find("eng_Latn, deu_Latn") != std::string::npos);
+        CHECK(message.find("inspect_model.py --languages") != std::string::npos);
+        CHECK(message.find('\n') == std::string::npos);
+      }
+    }
+  }
+  SECTION("a model of one pair refuses language codes") {
+    CHECK_NOTHROW(text_only.check_languages({}));
+    CHECK_THROWS_AS(text_only.check_languages({"eng_Latn", "deu_Latn"}), Error);
+  }
 }
 
 }  // namespace seqtrans

@@ -1,4 +1,4 @@
-#include "text/tokenizer.h"
+#include "text/sentencepiece_tokenizer.h"
 
 #include <algorithm>
 
@@ -98,7 +98,7 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
 
 }  // namespace
 
-Tokenizer::Tokenizer(const TokenizerSpec& spec)
+SentencePieceTokenizer::SentencePieceTokenizer(const TokenizerSpec& spec)
     : source_spm_(load_spm(spec.source_spm, "source")),
       target_spm_(load_spm(spec.target_spm, "target")),
       source_vocab_(make_vocabulary(spec.source_vocab, *source_spm_, spec.special_ids.unk)),
@@ -113,11 +113,28 @@ Tokenizer::Tokenizer(const TokenizerSpec& spec)
   }
 }
 
-Tokenizer::~Tokenizer() = default;
-Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
-Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+SentencePieceTokenizer::SentencePieceTokenizer(SentencePieceTokenizer&&) noexcept = default;
+SentencePieceTokenizer& SentencePieceTokenizer::operator=(SentencePieceTokenizer&&) noexcept = default;
 
-std::vector<int32_t> Tokenizer::encode_source(std::string_view line) const {
+std::vector<int32_t> SentencePieceTokenizer::encode_source(std::string_view line,
+                                                           const std::string& source_language) const {
+  SEQTRANS_CHECK(source_language.empty(), "this model has no language codes: no source language can be given");
+  return encode_source(line);
+}
+
+std::vector<int32_t> SentencePieceTokenizer::target_start(const std::string& target_language) const {
+  SEQTRANS_CHECK(target_language.empty(), "this model has no language codes: no target language can be given");
+  return {};
+}
+
+void SentencePieceTokenizer::check_languages(const Languages& languages) const {
+  SEQTRANS_CHECK(languages.source.empty() && languages.target.empty(),
+                 "this model translates one language pair and has no language codes: leave out --source-lang and "
+                 "--target-lang");
+}
+
+std::vector<int32_t> SentencePieceTokenizer::encode_source(std::string_view line) const {
   std::vector<int32_t> ids;
   const std::string text = clean_source_text(line);
   if (!is_blank(text)) {
@@ -130,7 +147,7 @@ std::vector<int32_t> Tokenizer::encode_source(std::string_view line) const {
   return ids;
 }
 
-void Tokenizer::encode_part(std::string_view part, std::vector<int32_t>& ids) const {
+void SentencePieceTokenizer::encode_part(std::string_view part, std::vector<int32_t>& ids) const {
   const size_t code_length = language_code_length(part);
   if (code_length > 0) {
     ids.push_back(source_vocab_.to_id(std::string(part.substr(0, code_length))));
@@ -143,7 +160,7 @@ void Tokenizer::encode_part(std::string_view part, std::vector<int32_t>& ids) co
   for (const std::string& piece : pieces) ids.push_back(source_vocab_.to_id(piece));
 }
 
-std::vector<int32_t> Tokenizer::encode_target_prefix(std::string_view text) const {
+std::vector<int32_t> SentencePieceTokenizer::encode_target_prefix(std::string_view text) const {
   std::vector<int32_t> ids;
   const std::string cleaned = clean_source_text(text);
   if (is_blank(cleaned)) return ids;
@@ -154,7 +171,7 @@ std::vector<int32_t> Tokenizer::encode_target_prefix(std::string_view text) cons
   return ids;
 }
 
-std::string Tokenizer::decode_target(const std::vector<int32_t>& ids) const {
+std::string SentencePieceTokenizer::decode_target(const std::vector<int32_t>& ids) const {
   std::vector<std::string> pieces;
   pieces.reserve(ids.size());
   for (int32_t id : ids) {
@@ -170,7 +187,7 @@ std::string Tokenizer::decode_target(const std::vector<int32_t>& ids) const {
   return std::string(strip_whitespace(text));
 }
 
-bool Tokenizer::truncate_source(std::vector<int32_t>& ids, size_t max_length) const {
+bool SentencePieceTokenizer::truncate_source(std::vector<int32_t>& ids, size_t max_length) const {
   SEQTRANS_CHECK(max_length >= 1, "tokenizer: a source needs room for at least EOS (max length {})",
                  max_length);
   if (ids.size() <= max_length) return false;
@@ -179,7 +196,7 @@ bool Tokenizer::truncate_source(std::vector<int32_t>& ids, size_t max_length) co
   return true;
 }
 
-bool Tokenizer::is_special(int32_t id) const {
+bool SentencePieceTokenizer::is_special(int32_t id) const {
   return id == special_ids_.eos || id == special_ids_.unk || (special_ids_.pad >= 0 && id == special_ids_.pad);
 }
 
