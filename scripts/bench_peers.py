@@ -189,7 +189,8 @@ def seqtrans_real(args, lines_path):
 # --- Hugging Face -----------------------------------------------------------------------------------
 
 def hf_family_config(args, pad):
-    """M2M-100 or mBART of the synthetic shape: the layouts seqtrans bench --family m2m100 / mbart runs."""
+    """M2M-100 or mBART of the synthetic shape: the layouts seqtrans bench --family m2m100 / mbart runs. Their
+    positions start at pad + 1, so pad is 1 here (random source ids never take it); speed is all that is compared."""
     import transformers
     config_class = transformers.M2M100Config if args.family == "m2m100" else transformers.MBartConfig
     return config_class(
@@ -197,7 +198,7 @@ def hf_family_config(args, pad):
         encoder_attention_heads=args.heads, decoder_attention_heads=args.heads, encoder_ffn_dim=args.ffn,
         decoder_ffn_dim=args.ffn, activation_function="relu" if args.family == "m2m100" else "gelu",
         max_position_embeddings=max(1024, args.source_length, args.target_length + 1), scale_embedding=True,
-        tie_word_embeddings=True, pad_token_id=pad, eos_token_id=EOS_ID, decoder_start_token_id=pad,
+        tie_word_embeddings=True, pad_token_id=1, eos_token_id=EOS_ID, decoder_start_token_id=pad,
         bos_token_id=1, forced_eos_token_id=None)
 
 
