@@ -102,6 +102,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
 
 // The arena's cap: --max-gpu-memory, or SEQTRANS_TEST_ARENA_LIMIT_MIB, a test hook that caps the arena
 // without fitting the budget under it, so that a run meets the cap in flight (the GPU e2e test of halving).
+// It stays because no user setting reaches that path on purpose (--max-gpu-memory fits the budget first).
 size_t Translator::arena_limit_bytes(size_t max_gpu_memory) {
   const char* test_limit = std::getenv("SEQTRANS_TEST_ARENA_LIMIT_MIB");
   if (test_limit == nullptr || *test_limit == '\0') return max_gpu_memory;

@@ -12,7 +12,7 @@ namespace seqtrans {
 inline constexpr size_t kCpuMaxBatchSize = 64, kCpuMaxBatchTokens = 4096;
 inline constexpr size_t kGpuMaxBatchSize = 256, kGpuMaxBatchTokens = 16384;
 
-// How lines are read ahead and grouped; the translator passes these to LineReader and Batcher.
+// How lines are read ahead and grouped; the translator passes these to LineReader and the scheduler.
 struct BatchingOptions {
   // Padded source tokens per mini-batch: sentences x longest source length (EOS counted). With 4096,
   // sentences of up to 64 tokens (most of them) fill a batch of max_batch_size, while longer ones make

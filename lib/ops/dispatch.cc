@@ -41,4 +41,13 @@ void check_extent(const char* op, const char* operand, const Tensor& x, int axis
                  x.dim(axis), axis, expected, shape_string(x.shape()));
 }
 
+void check_bias_residual(const char* op, const Tensor& x, const Tensor& bias, const Tensor& residual) {
+  check_rank(op, "bias", bias, 1);
+  check_extent(op, "bias", bias, 0, x.dim(1));
+  check_like(op, "bias", bias, x);
+  check_like(op, "residual", residual, x);
+  SEQTRANS_CHECK(residual.shape() == x.shape(), "{}: residual shape {} differs from x shape {}", op,
+                 shape_string(residual.shape()), shape_string(x.shape()));
+}
+
 }  // namespace seqtrans::ops

@@ -24,6 +24,8 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 // `x` has `reference`'s device and dtype: an op's weights (bias, gamma, beta, tables) share its input's.
 void check_like(const char* op, const char* operand, const Tensor& x, const Tensor& reference);
 void check_extent(const char* op, const char* operand, const Tensor& x, int axis, int64_t expected);
+// A residual block end's operands: bias [x.dim(1)] and residual (x's shape) with x's dtype and device.
+void check_bias_residual(const char* op, const Tensor& x, const Tensor& bias, const Tensor& residual);
 // An op's output: kept where the caller placed it (same shape, dtype and device), else made.
 void place_output(Tensor& output, const Shape& shape, DataType dtype, Device device);
 

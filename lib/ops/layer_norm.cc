@@ -21,12 +21,7 @@ Tensor add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const T
                                     const LayerNormWeights& norm) {
   const char* op = "add_bias_residual_layer_norm";
   check_norm(op, x, norm);
-  check_rank(op, "bias", bias, 1);
-  check_extent(op, "bias", bias, 0, x.dim(1));
-  check_like(op, "bias", bias, x);
-  check_like(op, "residual", residual, x);
-  SEQTRANS_CHECK(residual.shape() == x.shape(), "{}: residual shape {} differs from x shape {}", op,
-                 shape_string(residual.shape()), shape_string(x.shape()));
+  check_bias_residual(op, x, bias, residual);
   Tensor out(x.shape(), x.dtype(), x.device());
   const ProfileScope profile("other kernels");
   switch (x.device()) {
