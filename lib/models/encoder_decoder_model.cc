@@ -102,12 +102,7 @@ class EncoderDecoderState : public DecoderState {
   int64_t cache_blocks = 0;
   int64_t sentence_rows = 0;
   int64_t source_span = 0;  // a power of two from 32 at least every source length: graphs hold it
-  // The suppressed-id lists steps have asked for (usually one, and one with EOS while a minimum length
-  // holds) and their device copies, which graphs read: kept, so that switching lists records nothing.
-  std::vector<std::vector<int32_t>> suppressed_lists;
-  std::vector<Tensor> suppressed_devices;
-  std::vector<Tensor> suppressed_bitmaps;  // of each list, made once (ops::suppression_bitmap; CPU: none)
-  int suppressed = -1;  // the list of the current step
+  SuppressedLists suppressed;  // the steps' suppressed-id lists; its current one is this step's
   // (rows, k or kSampled, suppressed list) -> recorded step; and the keys run op by op since the buffers last
   // changed.
   using GraphKey = std::tuple<int64_t, int, int>;
@@ -146,9 +141,6 @@ int64_t EncoderDecoderState::room_needed(int64_t new_slots, int64_t new_position
 }
 
 namespace {
-
-// The output layer's k for a sampling step (one draw per row instead of the k best).
-constexpr int kSampled = 0;
 
 // Most sentences end within 32 tokens; longer ones double the capacity (and record their graphs again).
 constexpr int64_t kInitialCacheCapacity = 32;
@@ -261,11 +253,14 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
   }
   source_norms_ = StackNorms(weights, "encoder", config_, config_.encoder);
   target_norms_ = StackNorms(weights, "decoder", config_, config_.decoder);
-  output_weight_ = config_.tied_output ? target_embedding_
-                                       : weights.get("decoder/output/weight", {config_.target_vocab_size, d});
-  // The output bias is kept in fp32: it is added to fp32 logits (see fp32_output below).
+  const Tensor output_weight = config_.tied_output
+                                   ? target_embedding_
+                                   : weights.get("decoder/output/weight", {config_.target_vocab_size, d});
+  // The output bias is kept in fp32: it is added to fp32 logits.
+  Tensor output_bias;
   if (config_.output_bias)
-    output_bias_ = WeightLoader(file, options.device, DataType::F32).get("decoder/output/bias", {config_.target_vocab_size});
+    output_bias = WeightLoader(file, options.device, DataType::F32).get("decoder/output/bias", {config_.target_vocab_size});
+  output_head_ = OutputHead(output_weight, output_bias, options_.topk_algorithm);
   for (int i = 0; i < config_.encoder.num_layers; ++i)
     encoder_layers_.emplace_back(weights, fmt::format("encoder/layer_{}", i), config_);
   for (int i = 0; i < config_.decoder.num_layers; ++i)
@@ -686,24 +681,16 @@ void EncoderDecoderModel::decode_and_select(EncoderDecoderState& state, int64_t 
                                             const RepetitionRequest* repetitions, Tensor& values, Tensor& ids) const {
   const bool greedy = k == 1 && (repetitions == nullptr || !repetitions->on());
   std::optional<ops::PersistentGreedyOutput> fold;
-  if (greedy) {
-    const Tensor& bitmap = state.suppressed_bitmaps[static_cast<size_t>(state.suppressed)];
-    fold = ops::PersistentGreedyOutput{&output_weight_, output_bias_.defined() ? &output_bias_ : nullptr,
-                                       bitmap.defined() ? &bitmap : nullptr, &values, &ids};
-  }
+  if (greedy) fold = output_head_.persistent_greedy(state.suppressed, values, ids);
   const DecodedStep decoded = decode(state, rows, fold ? &*fold : nullptr);
-  if (!decoded.selected) output_layer(state, decoded.x, k, repetitions, values, ids);
+  if (!decoded.selected)
+    output_head_.select(decoded.x, OutputSelection{k, &state.suppressed, repetitions, &state.sampling_rows}, values,
+                        ids);
 }
 
 void EncoderDecoderModel::finish_step(EncoderDecoderState& state) {
   for (int32_t& position : state.positions) ++position;
   std::iota(state.reorder.begin(), state.reorder.end(), 0);
-}
-
-Tensor EncoderDecoderModel::logits(const Tensor& x) const {
-  ops::MatmulOptions options;
-  options.fp32_output = true;
-  return ops::matmul(x, output_weight_, options);  // [rows, V]
 }
 
 Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int32_t>& input_ids) {
@@ -712,44 +699,9 @@ Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int
   const Tensor x = decode(state, rows).x;
   finish_step(state);
   const ProfileScope profile("output layer");
-  Tensor result = logits(x);
-  if (output_bias_.defined()) ops::add_bias(result, output_bias_);
+  Tensor result = output_head_.logits_with_bias(x);
   if (result.device() != Device::CPU) result = result.to(Device::CPU);
   return result;
-}
-
-void EncoderDecoderModel::output_layer(const EncoderDecoderState& state, const Tensor& x, int k,
-                                       const RepetitionRequest* repetitions, Tensor& values, Tensor& ids) const {
-  const ProfileScope profile("output layer");
-  // Logits stay where they are computed: the fused kernel adds the bias, normalizes and selects or draws.
-  const Tensor& suppressed = state.suppressed_devices[static_cast<size_t>(state.suppressed)];
-  const Tensor* suppressed_ids = suppressed.elements() == 0 ? nullptr : &suppressed;
-  const Tensor& bitmap = state.suppressed_bitmaps[static_cast<size_t>(state.suppressed)];
-  const Tensor* suppressed_bitmap = bitmap.defined() ? &bitmap : nullptr;
-  const Tensor* bias = output_bias_.defined() ? &output_bias_ : nullptr;
-  Tensor scores = logits(x);  // [rows, V]
-  bool normalize = true;
-  if (repetitions != nullptr && repetitions->on()) {
-    apply_repetition_controls(scores, *repetitions, bias);  // adds the bias
-    bias = nullptr;
-    normalize = !repetitions->on_log_probs;
-  }
-  if (k == kSampled) {
-    ops::SampleOptions options;
-    options.bias = bias;
-    options.suppressed_ids = suppressed_ids;
-    options.suppressed_bitmap = suppressed_bitmap;
-    ops::sample_tokens(scores, state.sampling_rows.slice_rows(0, x.dim(0)), options, ids, values);
-    return;
-  }
-  ops::TopkOptions options;
-  options.k = k;
-  options.bias = bias;
-  options.suppressed_ids = suppressed_ids;
-  options.suppressed_bitmap = suppressed_bitmap;
-  options.algorithm = options_.topk_algorithm;
-  options.normalize = normalize;
-  ops::log_softmax_topk(scores, options, values, ids);
 }
 
 void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph,
@@ -764,7 +716,7 @@ void EncoderDecoderModel::run_step(EncoderDecoderState& state, int64_t rows, int
 }
 
 void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t rows, int k, StepOutputs& outputs) const {
-  const EncoderDecoderState::GraphKey key{rows, k, state.suppressed};
+  const EncoderDecoderState::GraphKey key{rows, k, state.suppressed.current()};
   StepGraph* step_graph = nullptr;
   if (const auto recorded = state.graphs.find(key); recorded != state.graphs.end()) {
     step_graph = recorded->second.get();
@@ -790,24 +742,10 @@ void EncoderDecoderModel::run_step_graph(EncoderDecoderState& state, int64_t row
   outputs = step_graph->outputs;
 }
 
-void EncoderDecoderModel::update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const {
-  const auto known = std::find(state.suppressed_lists.begin(), state.suppressed_lists.end(), suppressed);
-  if (known != state.suppressed_lists.end()) {
-    state.suppressed = static_cast<int>(known - state.suppressed_lists.begin());
-    return;
-  }
-  state.suppressed = static_cast<int>(state.suppressed_lists.size());
-  state.suppressed_lists.push_back(suppressed);
-  state.suppressed_devices.push_back(ids_tensor(suppressed, options_.device));
-  state.suppressed_bitmaps.push_back(suppressed.empty() ? Tensor()
-                                                        : ops::suppression_bitmap(state.suppressed_devices.back(),
-                                                                                  config_.target_vocab_size));
-}
-
 void EncoderDecoderModel::fused_step(EncoderDecoderState& state, const std::vector<int32_t>& input_ids,
                                      const OutputRequest& request, std::vector<float>& values,
                                      std::vector<int32_t>& ids) const {
-  update_suppressed(state, *request.suppressed_ids);
+  state.suppressed.select(*request.suppressed_ids, config_.target_vocab_size, options_.device);
   const bool graph = use_graphs() && !request.repetitions->on();
   const int64_t slots = state.slots();
   const int64_t rows = prepare_step(state, input_ids, graph);
@@ -854,8 +792,7 @@ void EncoderDecoderModel::step_candidates_run(DecoderState& base_state, const st
   std::vector<int> lists;
   for (const CandidateRequest& request : requests) {
     check_run_request(request);
-    update_suppressed(state, request.suppressed_ids);
-    lists.push_back(state.suppressed);
+    lists.push_back(state.suppressed.select(request.suppressed_ids, config_.target_vocab_size, options_.device));
   }
   const bool graph = use_graphs();
   const int64_t slots = state.slots();
@@ -893,7 +830,7 @@ void EncoderDecoderModel::run_steps_at_once(EncoderDecoderState& state, int64_t 
   StepOutputs last;  // the step before: its ids feed the next one
   const RepetitionRequest no_repetitions;
   for (int j = 0; j < steps; ++j) {
-    state.suppressed = lists[static_cast<size_t>(j)];
+    state.suppressed.set_current(lists[static_cast<size_t>(j)]);
     ops::copy_with_fed_ids(inputs.slice_rows(j, j + 1).reshape({width}), state.rows, j > 0 ? &last.ids : nullptr,
                            step_inputs);
     run_step(state, rows, 1, graph, no_repetitions, last);  // replays the step's graph: the ids feed it

@@ -6,6 +6,7 @@
 
 #include "layers/transformer.h"
 #include "models/model_file.h"
+#include "models/output_head.h"
 #include "search/step_model.h"
 
 namespace seqtrans {
@@ -138,8 +139,6 @@ class EncoderDecoderModel : public StepModel {
   void grow_memory_pool(EncoderDecoderState& state, int64_t positions) const;
   // Host rows for `count` more sentences in flight (their lanes, memory run and length).
   void grow_sentence_rows(EncoderDecoderState& state, int64_t count) const;
-  // The suppressed-id list on the device, copied again only when it changes (it rarely does).
-  void update_suppressed(EncoderDecoderState& state, const std::vector<int32_t>& suppressed) const;
   // The decoder layers for one step over `rows` rows: device work only, so a graph can record it. x: the top
   // layer's output [rows, d]; selected: the persistent kernel also ran the output layer of `greedy` (given
   // for greedy steps), whose values and ids then hold the step's choices.
@@ -155,13 +154,6 @@ class EncoderDecoderModel : public StepModel {
   // decode() and output_layer() for one step: the rows' k best (or draws) into values and ids.
   void decode_and_select(EncoderDecoderState& state, int64_t rows, int k, const RepetitionRequest* repetitions,
                          Tensor& values, Tensor& ids) const;
-  // Logits of x [rows, d] -> [rows, V] fp32 (without the output bias).
-  Tensor logits(const Tensor& x) const;
-  // The fused output layer: the k best log-probs per row and their ids ([rows, k]), or, for k = kSampled,
-  // one draw per row with the state's sampling rows (ids and log-probs [rows]); the repetition controls
-  // first, when given (never in a graph: their histories change shape every step).
-  void output_layer(const EncoderDecoderState& state, const Tensor& x, int k, const RepetitionRequest* repetitions,
-                    Tensor& values, Tensor& ids) const;
   // The decoder step and output layer over `rows` rows (prepared): as a CUDA graph when `graph`, else op by op;
   // its values and ids land side by side in `outputs`.
   void run_step(EncoderDecoderState& state, int64_t rows, int k, bool graph, const RepetitionRequest& repetitions,
@@ -201,8 +193,7 @@ class EncoderDecoderModel : public StepModel {
   Tensor sinusoids_;  // [max_positions, d] fp32, Marian sinusoids only (ops::sinusoid_table)
   StackNorms source_norms_;  // around the encoder: after its embeddings, after its last layer
   StackNorms target_norms_;  // around the decoder
-  Tensor output_weight_;     // [V_tgt, d]
-  Tensor output_bias_;       // [V_tgt], undefined when the model has none
+  OutputHead output_head_;   // the output weight [V_tgt, d] (the target embedding when tied) and bias
   // Statistics only (how steps ran, summed over every state); a step changes nothing else in the model.
   mutable StepCounts step_counts_;
   std::vector<EncoderLayer> encoder_layers_;

@@ -78,10 +78,20 @@ std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector
 std::vector<SearchResult> search_with_streams(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
                                               const SearchOptions& options, const std::vector<uint64_t>& streams,
                                               const std::vector<std::vector<int32_t>>& prefixes) {
-  validate_options(options);
-  SEQTRANS_CHECK(streams.size() == sources.size(), "search: {} streams for {} sources", streams.size(), sources.size());
   SEQTRANS_CHECK(prefixes.empty() || prefixes.size() == sources.size(), "search: {} prefixes for {} sources",
                  prefixes.size(), sources.size());
+  std::vector<ForcedStart> starts(sources.size());
+  for (size_t i = 0; i < prefixes.size(); ++i) starts[i].ids = prefixes[i];  // all of them a prompt
+  return search_with_starts(model, sources, options, streams, starts);
+}
+
+std::vector<SearchResult> search_with_starts(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
+                                             const SearchOptions& options, const std::vector<uint64_t>& streams,
+                                             const std::vector<ForcedStart>& starts) {
+  validate_options(options);
+  SEQTRANS_CHECK(streams.size() == sources.size(), "search: {} streams for {} sources", streams.size(), sources.size());
+  SEQTRANS_CHECK(starts.size() == sources.size(), "search: {} forced starts for {} sources", starts.size(),
+                 sources.size());
   if (sources.empty()) return {};
   SearchSession session(model, options);
   // One batch: its bounds are known, so the pools are sized once.
@@ -98,7 +108,7 @@ std::vector<SearchResult> search_with_streams(StepModel& model, const std::vecto
   std::vector<SessionSentence> sentences;
   sentences.reserve(sources.size());
   for (size_t i = 0; i < sources.size(); ++i)
-    sentences.push_back(SessionSentence{i, sources[i], streams[i], prefixes.empty() ? std::vector<int32_t>{} : prefixes[i]});
+    sentences.push_back(SessionSentence{i, sources[i], streams[i], starts[i].ids, starts[i].generated});
   session.add(sentences);
   std::vector<SearchResult> results(sources.size());
   std::vector<FinishedSentence> finished;

@@ -7,6 +7,7 @@
 
 #include "search/options.h"
 #include "search/result.h"
+#include "search/sentence_search.h"
 #include "search/step_model.h"
 
 namespace seqtrans {
@@ -22,6 +23,10 @@ std::vector<SearchResult> search(StepModel& model, const std::vector<std::vector
 std::vector<SearchResult> search_with_streams(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
                                               const SearchOptions& options, const std::vector<uint64_t>& streams,
                                               const std::vector<std::vector<int32_t>>& prefixes = {});
+// The same with each sentence's forced start (a multilingual model's language token, a prefix), [sources].
+std::vector<SearchResult> search_with_starts(StepModel& model, const std::vector<std::vector<int32_t>>& sources,
+                                             const SearchOptions& options, const std::vector<uint64_t>& streams,
+                                             const std::vector<ForcedStart>& starts);
 
 // Throws seqtrans::Error with a one-line message naming the first invalid option.
 void validate_options(const SearchOptions& options);
