@@ -12,7 +12,7 @@ With --reuse an existing OUT_DIR/NAME checkpoint is kept and only the goldens ar
 Models (FAMILIES): nllb_tiny (M2M100ForConditionalGeneration + NllbTokenizer, a SentencePiece BPE model,
 three language codes), m2m100_tiny (M2M100ForConditionalGeneration + M2M100Tokenizer: vocab.json and
 __xx__ language tokens), mbart50_tiny (MBartForConditionalGeneration + MBart50Tokenizer, a SentencePiece
-unigram model, its 52 codes). Each is trained briefly on Multi30k + newstest2012/2013, en->de and de->en
+unigram model, its 52 codes). Each is trained briefly on Multi30k train, en->de and de->en
 (a randomly initialised decoder ends at the first step or never). Everything is seeded.
 """
 import argparse
@@ -48,9 +48,9 @@ FAMILIES = {
 }
 GOLDEN_SETS = [("greedy", 1), ("beam4", 4)]
 MAX_NEW_TOKENS = 80
-TRAIN_MAX_TOKENS = 4000
-TRAIN_LR = 2e-3
-TRAIN_WARMUP = 100
+TRAIN_MAX_TOKENS = 1500
+TRAIN_LR = 3e-3
+TRAIN_WARMUP = 50
 LOGITS_BIAS_STD = 0.3      # mBART's final_logits_bias: a fixed random draw so that path is exercised
 SHARPEN = 2.0              # the decoder's final layer norm x 2 (logits x 2): fewer near-ties
 NEAR_TIE = 1e-3
@@ -151,11 +151,11 @@ def build_model(spec, vocab_size, seed):
 
 
 def training_pairs(tokenizer, spec, data_dir):
-    """en->de and de->en pairs of Multi30k train and newstest2012/2013, each side with its language code."""
+    """en->de and de->en pairs of Multi30k train, each side with its language code."""
     english, german = [], []
-    for stem in ("multi30k/train", "wmt-newstest-en-de/newstest2012", "wmt-newstest-en-de/newstest2013"):
-        english += read_lines(data_dir, f"{stem}.en")
-        german += read_lines(data_dir, f"{stem}.de")
+    # Multi30k alone: short sentences teach EOS within the few hundred steps a 2-core machine affords.
+    english += read_lines(data_dir, "multi30k/train.en")
+    german += read_lines(data_dir, "multi30k/train.de")
     sources, targets = [], []
     for source_texts, source_code, target_texts, target_code in (
             (english, spec["source"], german, spec["target"]), (german, spec["target"], english, spec["source"])):
@@ -191,7 +191,7 @@ def train_briefly(model, tokenizer, spec, data_dir, seed, steps):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        if step % 100 == 0 or step == steps - 1:
+        if step % 50 == 0 or step == steps - 1:
             print(f"make_family_goldens: step {step} loss {loss.item():.3f} ({time.time() - started:.0f}s)", flush=True)
     model.eval()
 
@@ -372,7 +372,7 @@ def write_summary(golden, name, args, inputs, source_ids, summaries, agreement):
         + f", activation {spec['activation']}, scale_embedding, tied embeddings. generation_config.json: "
         + ", ".join(f"{key}={value}" for key, value in spec["generation"].items())
         + f". Trained {args.steps} AdamW steps (lr {TRAIN_LR}, {TRAIN_MAX_TOKENS}-token batches) on Multi30k train "
-        "+ newstest2012/2013 in both directions, then the decoder's final layer norm x "
+        "in both directions, then the decoder's final layer norm x "
         f"{SHARPEN}" + (f"; `final_logits_bias` is a fixed N(0, {LOGITS_BIAS_STD}) draw" if "MBart" in
                         spec["architecture"] else "") + ". The translations are poor; only the exact computation "
         f"matters. Convert it with `scripts/convert_hf.py test/data/{name} OUT.seqtrans`.", "",
@@ -408,8 +408,8 @@ def main():
     parser.add_argument("--models", default=",".join(FAMILIES), help="comma-separated: " + ", ".join(FAMILIES))
     parser.add_argument("--data", default=default_data_dir(), help="data directory (multi30k/, wmt-newstest-en-de/; "
                         "default $SEQTRANS_DATA, else .data/; see docs/DATA.md)")
-    parser.add_argument("--steps", type=int, default=400, help="training steps per model")
-    parser.add_argument("--lines", type=int, default=128, help="golden inputs per set")
+    parser.add_argument("--steps", type=int, default=200, help="training steps per model")
+    parser.add_argument("--lines", type=int, default=100, help="golden inputs per set")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--reuse", action="store_true", help="keep existing checkpoints; make only the goldens")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
