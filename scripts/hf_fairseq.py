@@ -146,6 +146,27 @@ def pieces_from_tokenizer_json(checkpoint):
     return by_id
 
 
+def fairseq_spm_pieces(checkpoint, spm_bytes, code_tokens):
+    """{id: piece} by fairseq's rule, for a checkpoint without tokenizer.json (the SentencePiece-based NLLB and
+    mBART-50 tokenizers): <s> <pad> </s> <unk>, SentencePiece piece i at i + 1 (its own <unk> <s> </s> take
+    the fairseq ids), then the language codes in order, then <mask>."""
+    import sentencepiece as spm
+    processor = spm.SentencePieceProcessor(model_proto=spm_bytes)
+    by_id = {0: "<s>", 1: "<pad>", 2: "</s>", 3: "<unk>"}
+    specials = set(by_id.values())
+    for piece_id in range(processor.get_piece_size()):
+        piece = processor.id_to_piece(piece_id)
+        if piece not in specials:
+            by_id[piece_id + 1] = piece
+    size = processor.get_piece_size() + 1
+    for index, token in enumerate(code_tokens):
+        by_id[size + index] = token
+    by_id[size + len(code_tokens)] = "<mask>"
+    print(f"warning: {checkpoint}: no tokenizer.json; ids derived from sentencepiece.bpe.model by fairseq's rule "
+          "(codes after the pieces, then <mask>)", file=sys.stderr)
+    return by_id
+
+
 def m2m100_pieces(checkpoint, tokenizer_config):
     """{id: piece} of M2M100Tokenizer: vocab.json, then one __xx__ token per language of its list."""
     vocab_path = os.path.join(checkpoint, "vocab.json")
@@ -192,7 +213,9 @@ def language_tokens(tokenizer_config, special_tokens_map):
         for key in ("extra_special_tokens", "additional_special_tokens"):
             tokens = source.get(key)
             if tokens:
-                return [token.get("content") if isinstance(token, dict) else token for token in tokens]
+                tokens = [token.get("content") if isinstance(token, dict) else token for token in tokens]
+                # transformers 5 saves MBart50Tokenizer's list with <s> and </s> in it: those are no codes.
+                return [token for token in tokens if not (token.startswith("<") and token.endswith(">"))]
     return []
 
 
@@ -204,9 +227,13 @@ def tokenizer_setup(checkpoint, tokenizer_class, vocab_size):
         by_id, code_tokens = m2m100_pieces(checkpoint, tokenizer_config)
         pieces = piece_list(by_id, vocab_size, f"{checkpoint}/vocab.json")
     elif tokenizer_class.startswith(("NllbTokenizer", "MBart50Tokenizer")):
-        by_id = pieces_from_tokenizer_json(checkpoint)
-        pieces = piece_list(by_id, vocab_size, f"{checkpoint}/tokenizer.json")
         code_tokens = {token: token for token in language_tokens(tokenizer_config, special_tokens_map)}
+        if os.path.isfile(os.path.join(checkpoint, "tokenizer.json")):
+            by_id = pieces_from_tokenizer_json(checkpoint)
+            pieces = piece_list(by_id, vocab_size, f"{checkpoint}/tokenizer.json")
+        else:
+            by_id = fairseq_spm_pieces(checkpoint, read_bytes(checkpoint, "sentencepiece.bpe.model"), list(code_tokens))
+            pieces = piece_list(by_id, vocab_size, f"{checkpoint}/sentencepiece.bpe.model")
     else:
         raise ConversionError(f"{checkpoint}/tokenizer_config.json: unsupported tokenizer_class="
                               f"{json.dumps(tokenizer_class)} (need NllbTokenizer, M2M100Tokenizer or MBart50Tokenizer)")

@@ -200,3 +200,17 @@ def test_marian_untied_shared_uses_each_stacks_own_table(tmp_path):
     assert np.array_equal(tensors["encoder/embedding"], encoder)
     assert np.array_equal(tensors["decoder/embedding"], decoder)
     assert np.array_equal(tensors["decoder/output/weight"], output)
+
+
+def test_mbart50_without_tokenizer_json_derives_the_same_ids(tmp_path, converted):
+    """fairseq's rule (pieces shifted by one after <s> <pad> </s> <unk>, then the codes, then <mask>) gives
+    the ids of mBART-50's tokenizer.json."""
+    checkpoint = tmp_path / "mbart50_spm_only"
+    shutil.copytree(DATA / "mbart50_tiny", checkpoint)
+    (checkpoint / "tokenizer.json").unlink()
+    result = convert(checkpoint, tmp_path / "spm_only.seqtrans")
+    assert result.returncode == 0, result.stderr
+    derived, _ = read_header(tmp_path / "spm_only.seqtrans")
+    expected, _ = read_header(converted["mbart50_tiny"])
+    assert list(derived.tokenizer.source_vocab) == list(expected.tokenizer.source_vocab)
+    assert list(derived.tokenizer.language_codes) == list(expected.tokenizer.language_codes)
