@@ -56,9 +56,8 @@ def check_config(config, architecture):
     eos = config.get("eos_token_id")
     if isinstance(eos, list) and len(eos) != 1:
         raise ConversionError(f"config.json: unsupported eos_token_id={json.dumps(eos)} (exactly one id is supported)")
-    if architecture == "MBartForConditionalGeneration" and config.get("add_final_layer_norm") is False:
-        raise ConversionError("config.json: unsupported add_final_layer_norm=false (mBART-50 checkpoints have "
-                              "final layer norms; HF's MBart always applies them)")
+    # add_final_layer_norm / normalize_before in old mBART configs are ignored: HF's MBart code always has
+    # pre-norm layers and both final norms, and so does the file.
     return check_shape_settings(config, activation_default)
 
 

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_golden import at_limit, clean, default_data_dir, read_lines, spm_lines, write_tsv  # noqa: E402
+from make_golden import at_limit, default_data_dir, read_lines, spm_lines, write_tsv  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPM_VOCAB_SIZE = 1000
