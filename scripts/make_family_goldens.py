@@ -196,6 +196,25 @@ def train_briefly(model, tokenizer, spec, data_dir, seed, steps):
     model.eval()
 
 
+def continue_training(directory, name, data_dir, seed, steps):
+    """More steps on an existing checkpoint (sharpening undone first, redone after): a model whose outputs
+    rarely end can be trained further without repeating the first steps."""
+    import torch
+    import transformers
+    spec = FAMILIES[name]
+    tokenizer = getattr(transformers, spec["tokenizer"]).from_pretrained(directory)
+    model = getattr(transformers, spec["architecture"]).from_pretrained(directory, dtype=torch.float32)
+    final_norm = model.model.decoder.layer_norm
+    with torch.no_grad():
+        final_norm.weight.div_(SHARPEN)
+        final_norm.bias.div_(SHARPEN)
+    train_briefly(model, tokenizer, spec, data_dir, seed + 1, steps)
+    with torch.no_grad():
+        final_norm.weight.mul_(SHARPEN)
+        final_norm.bias.mul_(SHARPEN)
+    model.save_pretrained(directory)
+
+
 def create_checkpoint(directory, name, data_dir, seed, steps):
     import torch
     from transformers import GenerationConfig
@@ -372,8 +391,9 @@ def write_summary(golden, name, args, inputs, source_ids, summaries, agreement):
         + f", activation {spec['activation']}, scale_embedding, tied embeddings. generation_config.json: "
         + ", ".join(f"{key}={value}" for key, value in spec["generation"].items())
         + f". Trained {args.steps} AdamW steps (lr {TRAIN_LR}, {TRAIN_MAX_TOKENS}-token batches) on Multi30k train "
-        "in both directions, then the decoder's final layer norm x "
-        f"{SHARPEN}" + (f"; `final_logits_bias` is a fixed N(0, {LOGITS_BIAS_STD}) draw" if "MBart" in
+        "in both directions" + (f", then {args.more_steps} more (seed {args.seed + 1}, a new optimizer and "
+                                "schedule; `--reuse --more-steps`)" if args.more_steps else "")
+        + f", then the decoder's final layer norm x {SHARPEN}" + (f"; `final_logits_bias` is a fixed N(0, {LOGITS_BIAS_STD}) draw" if "MBart" in
                         spec["architecture"] else "") + ". The translations are poor; only the exact computation "
         f"matters. Convert it with `scripts/convert_hf.py test/data/{name} OUT.seqtrans`.", "",
         f"Inputs: the first {len(inputs)} source lines of `marian_tiny_greedy.tsv`, {lengths[0]} to {lengths[-1]} "
@@ -412,6 +432,8 @@ def main():
     parser.add_argument("--lines", type=int, default=100, help="golden inputs per set")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--reuse", action="store_true", help="keep existing checkpoints; make only the goldens")
+    parser.add_argument("--more-steps", type=int, default=0, help="with --reuse: train the existing checkpoints "
+                        "this many steps more (seed + 1) before making the goldens")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     args = parser.parse_args()
     names = args.models.split(",")
@@ -426,6 +448,8 @@ def main():
         started = time.time()
         if not args.reuse:
             create_checkpoint(os.path.join(args.out_dir, name), name, args.data, args.seed, args.steps)
+        elif args.more_steps:
+            continue_training(os.path.join(args.out_dir, name), name, args.data, args.seed, args.more_steps)
         make_goldens(args.out_dir, name, args)
         print(f"make_family_goldens: {name} done in {time.time() - started:.0f}s", flush=True)
 
