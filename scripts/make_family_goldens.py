@@ -13,7 +13,9 @@ Models (FAMILIES): nllb_tiny (M2M100ForConditionalGeneration + NllbTokenizer, a 
 three language codes), m2m100_tiny (M2M100ForConditionalGeneration + M2M100Tokenizer: vocab.json and
 __xx__ language tokens), mbart50_tiny (MBartForConditionalGeneration + MBart50Tokenizer, a SentencePiece
 unigram model, its 52 codes). Each is trained briefly on Multi30k train, en->de and de->en
-(a randomly initialised decoder ends at the first step or never). Everything is seeded.
+(a randomly initialised decoder ends at the first step or never). Everything is seeded. The committed
+checkpoints were made by a default run, then `--reuse --more-steps 500` (on a shared 2-core machine the
+steps come in two runs; 200 steps alone leave most outputs looping).
 """
 import argparse
 import json
@@ -380,7 +382,8 @@ def write_summary(golden, name, args, inputs, source_ids, summaries, agreement):
     agreeing, mismatches = agreement
     lines = [
         f"# {name}: Hugging Face generate() goldens", "",
-        f"Made by `scripts/make_family_goldens.py test/data --models {name}` (seed {args.seed}) with transformers "
+        f"Made by `scripts/make_family_goldens.py test/data --models {name}` (seed {args.seed})"
+        + (f", then `--reuse --more-steps {args.more_steps}`" if args.more_steps else "") + " with transformers "
         f"{transformers.__version__}, torch {torch.__version__}, sentencepiece {sentencepiece.__version__}, Python "
         f"{platform.python_version()}, on the CPU in fp32, {time.strftime('%Y-%m-%d')}.", "",
         f"## The model: `test/data/{name}/`", "",
