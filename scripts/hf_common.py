@@ -23,7 +23,7 @@ ACTIVATIONS = {
     "gelu_new": pb.GELU_TANH,
     "gelu_pytorch_tanh": pb.GELU_TANH,
 }
-# torch.nn.LayerNorm's default; HF Marian builds its layer norms without an eps argument.
+# torch.nn.LayerNorm's default: HF Marian, M2M100 and MBart build their layer norms without an eps argument.
 LAYER_NORM_EPSILON = 1e-5
 FP16_MAX = 65504.0
 
