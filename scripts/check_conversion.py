@@ -5,8 +5,11 @@ Usage: check_conversion.py CHECKPOINT_DIR MODEL_FILE [--tolerance T]
 
 Runs a plain numpy implementation of the seqtrans model file (written from proto/model.proto, not
 from HF's code) with teacher forcing on a few sentences, and compares its log-probabilities with
-HF MarianMTModel's. Needs torch and transformers. Also a readable reference of what the engine
-computes: post-norm layers, split sinusoids, attention scale on the query, tied output, bias.
+the HF model's (MarianMTModel, M2M100ForConditionalGeneration, MBartForConditionalGeneration; source
+and target languages: the first two language codes of the file). Needs torch and transformers. Also a
+readable reference of what the engine computes: post- or pre-norm layers, final and embedding norms,
+split / fairseq sinusoids or a learned table shifted by position_offset, attention scale on the query,
+tied output, bias.
 """
 import argparse
 import math
@@ -39,9 +42,13 @@ def activate(x, activation):
     raise ValueError(f"unknown activation {activation}")
 
 
-def sinusoids(length, dim):
-    positions = np.arange(length, dtype=np.float64)[:, None]
-    rates = np.power(10000.0, -2.0 * np.arange(dim // 2, dtype=np.float64) / dim)[None, :]
+def sinusoids(length, dim, offset=0, fairseq=False):
+    """Rows offset .. offset+length-1: sin over the first half, cos over the second; channel k of a half turns
+    at 10000^(-2k/dim) (Marian) or 10000^(-k/(half-1)) (fairseq: M2M-100, NLLB)."""
+    positions = np.arange(offset, offset + length, dtype=np.float64)[:, None]
+    half = np.arange(dim // 2, dtype=np.float64)
+    exponents = half / (dim // 2 - 1) if fairseq else 2.0 * half / dim
+    rates = np.power(10000.0, -exponents)[None, :]
     return np.concatenate([np.sin(positions * rates), np.cos(positions * rates)], axis=1)
 
 
@@ -58,7 +65,26 @@ class ReferenceModel:
 
     def embed(self, ids, stack):
         table = self.w("shared/embedding") if self.config.shared_embeddings else self.w(f"{stack}/embedding")
-        return table[ids] * self.config.embedding_scale + sinusoids(len(ids), self.config.d_model)
+        config = self.config
+        if config.position_encoding == pb.LEARNED:
+            table_rows = self.w(f"{stack}/position_embedding")
+            positions = table_rows[config.position_offset:config.position_offset + len(ids)]
+        else:
+            positions = sinusoids(len(ids), config.d_model, config.position_offset,
+                                  config.position_encoding == pb.SINUSOIDAL_FAIRSEQ)
+        x = table[ids] * config.embedding_scale + positions
+        if getattr(config, stack).embedding_layer_norm:
+            x = self.norm(x, f"{stack}/embedding_norm")
+        return x
+
+    def sublayer(self, x, stack_config, prefix, function):
+        """x + function(x) then norm (post-norm), or x + function(norm(x)) (pre-norm)."""
+        if stack_config.pre_norm:
+            return x + function(self.norm(x, f"{prefix}/norm"))
+        return self.norm(x + function(x), f"{prefix}/norm")
+
+    def finish(self, x, stack):
+        return self.norm(x, f"{stack}/final_norm") if getattr(self.config, stack).final_layer_norm else x
 
     def attention(self, query_input, memory, prefix, num_heads, causal):
         d = self.config.d_model
@@ -89,24 +115,26 @@ class ReferenceModel:
 
     def encode(self, source_ids):
         x = self.embed(source_ids, "encoder")
-        for index in range(self.config.encoder.num_layers):
+        stack = self.config.encoder
+        for index in range(stack.num_layers):
             prefix = f"encoder/layer_{index}"
-            x = self.norm(x + self.attention(x, None, f"{prefix}/self_attention", self.config.encoder.num_heads,
-                                             False), f"{prefix}/self_attention/norm")
-            x = self.norm(x + self.ffn(x, f"{prefix}/ffn"), f"{prefix}/ffn/norm")
-        return x
+            x = self.sublayer(x, stack, f"{prefix}/self_attention",
+                              lambda y: self.attention(y, None, f"{prefix}/self_attention", stack.num_heads, False))
+            x = self.sublayer(x, stack, f"{prefix}/ffn", lambda y: self.ffn(y, f"{prefix}/ffn"))
+        return self.finish(x, "encoder")
 
     def decode_log_probs(self, memory, decoder_ids):
         """Log-probabilities [len(decoder_ids), V_tgt] for every prefix of decoder_ids."""
         x = self.embed(decoder_ids, "decoder")
-        heads = self.config.decoder.num_heads
-        for index in range(self.config.decoder.num_layers):
+        stack = self.config.decoder
+        for index in range(stack.num_layers):
             prefix = f"decoder/layer_{index}"
-            x = self.norm(x + self.attention(x, None, f"{prefix}/self_attention", heads, True),
-                          f"{prefix}/self_attention/norm")
-            x = self.norm(x + self.attention(x, memory, f"{prefix}/cross_attention", heads, False),
-                          f"{prefix}/cross_attention/norm")
-            x = self.norm(x + self.ffn(x, f"{prefix}/ffn"), f"{prefix}/ffn/norm")
+            x = self.sublayer(x, stack, f"{prefix}/self_attention",
+                              lambda y: self.attention(y, None, f"{prefix}/self_attention", stack.num_heads, True))
+            x = self.sublayer(x, stack, f"{prefix}/cross_attention",
+                              lambda y: self.attention(y, memory, f"{prefix}/cross_attention", stack.num_heads, False))
+            x = self.sublayer(x, stack, f"{prefix}/ffn", lambda y: self.ffn(y, f"{prefix}/ffn"))
+        x = self.finish(x, "decoder")
         if self.config.tied_output:
             output = self.w("shared/embedding") if self.config.shared_embeddings else self.w("decoder/embedding")
         else:
@@ -127,13 +155,18 @@ def main():
     args = parser.parse_args()
 
     import torch
-    from transformers import MarianMTModel, MarianTokenizer
+    import transformers
 
     reference = ReferenceModel(args.model_file)
-    fp16 = any(entry.dtype == pb.FP16 for entry in load_tensors(args.model_file)[0].tensors)
+    header = load_tensors(args.model_file)[0]
+    fp16 = any(entry.dtype == pb.FP16 for entry in header.tensors)
     tolerance = args.tolerance if args.tolerance is not None else (0.2 if fp16 else 1e-3)
-    tokenizer = MarianTokenizer.from_pretrained(args.checkpoint)
-    model = MarianMTModel.from_pretrained(args.checkpoint, dtype=torch.float32, attn_implementation="eager").eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(args.checkpoint)
+    codes = [entry.code for entry in header.tokenizer.language_codes]
+    if len(codes) >= 2:
+        tokenizer.src_lang, tokenizer.tgt_lang = codes[0], codes[1]
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(args.checkpoint, dtype=torch.float32,
+                                                               attn_implementation="eager").eval()
     worst = 0.0
     for sentence in SENTENCES:
         source_ids = tokenizer(sentence)["input_ids"]

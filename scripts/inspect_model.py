@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Prints a seqtrans model file's header: configuration, tokenizer summary and tensor index.
 
-Usage: inspect_model.py FILE [--stats] [--vocab N]
-  --stats    also print min / max / mean / std of every tensor (reads the weights)
-  --vocab N  print the first N pieces of each vocabulary (default 10)
+Usage: inspect_model.py FILE [--stats] [--vocab N] [--languages]
+  --stats      also print min / max / mean / std of every tensor (reads the weights)
+  --vocab N    print the first N pieces of each vocabulary (default 10)
+  --languages  print only the language codes a multilingual model accepts (--source-lang / --target-lang)
 """
 import argparse
 import sys
@@ -59,6 +60,29 @@ def print_tokenizer(tokenizer, count):
             continue
         shown = ", ".join(f"{index}:{piece!r}" for index, piece in enumerate(pieces[:count]))
         print(f"  {name}: {len(pieces):,} pieces; {shown}{', ...' if len(pieces) > count else ''}")
+    codes = tokenizer.language_codes
+    if codes:
+        shown = ", ".join(f"{entry.code}:{entry.id}" for entry in codes[:count])
+        print(f"  language_codes: {len(codes)}; {shown}{', ...' if len(codes) > count else ''}  "
+              "(all: --languages)")
+    else:
+        print("  language_codes: none (a single language pair)")
+    print(f"  source_language: {pb.LanguagePlacement.Name(tokenizer.source_language)}")
+
+
+def print_languages(header):
+    """One line per language code: the code a user passes to --source-lang / --target-lang, and its token id."""
+    codes = header.tokenizer.language_codes
+    if not codes:
+        print("no language codes: this model translates one language pair and takes no --source-lang / "
+              "--target-lang")
+        return
+    placement = {pb.SOURCE_PREFIX: "before the source tokens", pb.SOURCE_SUFFIX: "after the source's EOS"}
+    print(f"{len(codes)} language codes (the source code goes "
+          f"{placement.get(header.tokenizer.source_language, 'nowhere')}; the target code is forced first):")
+    for entry in codes:
+        piece = header.tokenizer.source_vocab[entry.id] if entry.id < len(header.tokenizer.source_vocab) else "?"
+        print(f"  {entry.code}\t{entry.id}" + (f"\t{piece}" if piece != entry.code else ""))
 
 
 def main():
@@ -66,6 +90,7 @@ def main():
     parser.add_argument("file")
     parser.add_argument("--stats", action="store_true", help="print statistics of every tensor")
     parser.add_argument("--vocab", type=int, default=10, metavar="N", help="vocabulary pieces to show")
+    parser.add_argument("--languages", action="store_true", help="list the language codes and their ids only")
     args = parser.parse_args()
     try:
         if args.stats:
@@ -77,6 +102,9 @@ def main():
         print(f"inspect_model: error: {error}", file=sys.stderr)
         sys.exit(1)
 
+    if args.languages:
+        print_languages(header)
+        return
     print(f"file: {args.file}")
     print(f"format_version: {header.format_version}")
     print(f"description: {header.description}")
