@@ -93,7 +93,9 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
   lap(startup_.weights);
   tokenizer_ = tokenizer.get();
-  check_languages(*tokenizer_, options_.languages);
+  // Languages given are checked now; a multilingual model may also get them per call (Python), so their
+  // absence is refused when a stream starts.
+  if (!options_.languages.empty()) check_languages(*tokenizer_, options_.languages);
   worker_ = std::make_unique<WorkerThread>();
   lap(startup_.tokenizer);  // what was left of it once the device and the weights were ready
   start_decoding();
@@ -293,6 +295,7 @@ Translation Translator::blank_translation() const {
 // One thread drives the decode; text work goes to worker_ while there are decoder steps to overlap it
 // with, and is done in place when the decode is idle (nothing to overlap, and a waiting reader).
 void Translator::translate_stream(const LineFeed& feed, const TranslationSink& sink, const WarningSink& warn) {
+  check_languages(*tokenizer_, options_.languages);  // before any line is read
   // The caller's thread may be new to this translator (one engine per device, each on its own thread).
   ops::select_device(options_.device, options_.device_index);
   // A stream that ended in an exception (an input or output error, a group stopping its engines) left
