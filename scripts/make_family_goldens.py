@@ -332,9 +332,14 @@ def make_goldens(out_dir, name, args):
             min_gap = min(min_gap, gap)
             if gap < NEAR_TIE:
                 near_ties.append((line_number, gap))
+        # generate() fills what the passed config leaves unset from the model's own generation config, so
+        # mBART-50's forced_eos_token_id (2) applies although the config above gives None: record what ran.
+        forced_eos = config.forced_eos_token_id
+        if forced_eos is None:
+            forced_eos = getattr(model.generation_config, "forced_eos_token_id", None)
         settings = (f"model={name} num_beams={num_beams} do_sample=False length_penalty=1.0 early_stopping=False "
                     f"num_return_sequences=1 max_new_tokens={MAX_NEW_TOKENS} bad_words_ids=None "
-                    f"forced_eos_token_id=None min_length=0 repetition_penalty=1.0 no_repeat_ngram_size=0 "
+                    f"forced_eos_token_id={forced_eos} min_length=0 repetition_penalty=1.0 no_repeat_ngram_size=0 "
                     f"target_prefixes=none source_lang={spec['source']} target_lang={spec['target']} "
                     f"forced_bos_token_id={target_id} decoder_start_id={EOS} eos_id={EOS} pad_id={PAD} "
                     f"batch_size=1 dtype=float32 device=cpu "
