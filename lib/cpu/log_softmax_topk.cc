@@ -5,6 +5,7 @@
 
 #include "cpu/cpu_ops.h"
 #include "cpu/thread_pool.h"
+#include "cpu/vector_math.h"
 
 namespace seqtrans::cpu {
 namespace {
@@ -39,6 +40,29 @@ class TopK {
   std::vector<int32_t> ids_;
 };
 
+// One row: z = logits + bias (NaN as -inf), normalized, suppressed ids at -inf, its k best into `best`.
+// row: [vocab] scratch. Built for AVX2 as well as the baseline (the same operations, so the same bits).
+#if defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void select_row(const float* in, const float* bias, int64_t vocab, bool normalize, const int32_t* suppressed,
+                int64_t suppressed_count, float* row, TopK& best) {
+  float max_value = kMinusInfinity;
+  for (int64_t i = 0; i < vocab; ++i) {
+    const float z = bias ? in[i] + bias[i] : in[i];
+    row[i] = z != z ? kMinusInfinity : z;  // NaN never wins
+    max_value = row[i] > max_value ? row[i] : max_value;
+  }
+  // Normalizer with the exp-sum in double; an all -inf row stays -inf.
+  if (normalize && max_value != kMinusInfinity) {
+    const float log_sum = static_cast<float>(std::log(exp_sum(row, vocab, max_value)));
+    for (int64_t i = 0; i < vocab; ++i) row[i] = (row[i] - max_value) - log_sum;
+  }
+  for (int64_t i = 0; i < suppressed_count; ++i) row[suppressed[i]] = kMinusInfinity;
+  best.clear();
+  for (int64_t i = 0; i < vocab; ++i) best.offer(row[i], static_cast<int32_t>(i));
+}
+
 }  // namespace
 
 void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Tensor& values, Tensor& ids) {
@@ -52,23 +76,8 @@ void log_softmax_topk(const Tensor& logits, const ops::TopkOptions& options, Ten
     std::vector<float> row(static_cast<size_t>(vocab));
     TopK best(k);
     for (int64_t r = begin; r < end; ++r) {
-      const float* in = logits.data<float>() + r * vocab;
-      float max_value = kMinusInfinity;
-      for (int64_t i = 0; i < vocab; ++i) {
-        row[i] = bias ? in[i] + bias[i] : in[i];
-        if (std::isnan(row[i])) row[i] = kMinusInfinity;  // NaN never wins
-        max_value = std::max(max_value, row[i]);
-      }
-      // Normalizer with the exp-sum in double; an all -inf row stays -inf.
-      if (options.normalize && max_value != kMinusInfinity) {
-        double exp_sum = 0.0;
-        for (int64_t i = 0; i < vocab; ++i) exp_sum += std::exp(static_cast<double>(row[i] - max_value));
-        const float log_sum = static_cast<float>(std::log(exp_sum));
-        for (int64_t i = 0; i < vocab; ++i) row[i] = (row[i] - max_value) - log_sum;
-      }
-      for (int64_t i = 0; i < suppressed_count; ++i) row[suppressed[i]] = kMinusInfinity;
-      best.clear();
-      for (int64_t i = 0; i < vocab; ++i) best.offer(row[i], static_cast<int32_t>(i));
+      select_row(logits.data<float>() + r * vocab, bias, vocab, options.normalize, suppressed, suppressed_count,
+                 row.data(), best);
       for (int i = 0; i < k; ++i) {
         ids.data<int32_t>()[r * k + i] = best.id(i);
         values.data<float>()[r * k + i] = best.value(i);
