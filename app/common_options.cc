@@ -34,7 +34,7 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--precision", options.text.precision, "Compute precision: auto (fp16 on GPU, fp32 on CPU), fp16, fp32")
       ->check(CLI::IsMember({"auto", "fp16", "fp32"}))
       ->capture_default_str();
-  command.add_option("--threads", translator.cpu_threads, "CPU threads for matrix products (0 = all cores)")
+  command.add_option("--threads", translator.cpu_threads, "CPU threads, the calling one included (0 = all cores)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
 

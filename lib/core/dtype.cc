@@ -2,7 +2,31 @@
 
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace seqtrans {
+namespace {
+
+#if defined(__x86_64__)
+__attribute__((target("avx,f16c"))) void halves_to_floats_f16c(const uint16_t* in, float* out, int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  for (; i < count; ++i) out[i] = half_to_float(in[i]);
+}
+#endif
+
+}  // namespace
+
+void halves_to_floats(const uint16_t* in, float* out, int64_t count) {
+#if defined(__x86_64__)
+  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  if (f16c) return halves_to_floats_f16c(in, out, count);
+#endif
+  for (int64_t i = 0; i < count; ++i) out[i] = half_to_float(in[i]);
+}
 
 float half_to_float(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;

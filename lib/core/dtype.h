@@ -31,5 +31,8 @@ inline const char* dtype_name(DataType dtype) {
 // for the CPU engine and by tests.
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
+// out[i] = half_to_float(in[i]) for i < count, with the CPU's conversion instruction where it has one
+// (F16C: exact, so the same floats; signaling NaNs come back quiet): loading a model's fp16 weights for the CPU took 60-130 ms without.
+void halves_to_floats(const uint16_t* in, float* out, int64_t count);
 
 }  // namespace seqtrans

@@ -123,9 +123,7 @@ Tensor Tensor::to(DataType dtype) const {
   Tensor converted(shape_, dtype, Device::CPU);
   const int64_t count = elements();
   if (dtype_ == DataType::F16 && dtype == DataType::F32) {
-    const uint16_t* in = data<uint16_t>();
-    float* out = converted.data<float>();
-    for (int64_t i = 0; i < count; ++i) out[i] = half_to_float(in[i]);
+    halves_to_floats(data<uint16_t>(), converted.data<float>(), count);
   } else if (dtype_ == DataType::F32 && dtype == DataType::F16) {
     const float* in = data<float>();
     uint16_t* out = converted.data<uint16_t>();

@@ -2,12 +2,16 @@
 
 namespace seqtrans::cpu {
 
+void add_bias_columns(float* x, int64_t rows, int64_t stride, int64_t begin, int64_t end, const float* bias) {
+  for (int64_t row = 0; row < rows; ++row) {
+    float* values = x + row * stride;
+    for (int64_t col = begin; col < end; ++col) values[col] += bias[col];
+  }
+}
+
 void add_bias(Tensor& x, const Tensor& bias) {
   const int64_t rows = x.dim(0), width = x.dim(1);
-  float* values = x.data<float>();
-  const float* b = bias.data<float>();
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t col = 0; col < width; ++col) values[row * width + col] += b[col];
+  add_bias_columns(x.data<float>(), rows, width, 0, width, bias.data<float>());
 }
 
 }  // namespace seqtrans::cpu

@@ -20,15 +20,17 @@ float activate(float x, Activation activation) {
 
 }  // namespace
 
+void bias_activation_columns(float* x, int64_t rows, int64_t stride, int64_t begin, int64_t end, const float* bias,
+                             Activation activation) {
+  for (int64_t row = 0; row < rows; ++row) {
+    float* values = x + row * stride;
+    for (int64_t col = begin; col < end; ++col) values[col] = activate(values[col] + bias[col], activation);
+  }
+}
+
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation) {
   const int64_t rows = x.dim(0), width = x.dim(1);
-  float* values = x.data<float>();
-  const float* b = bias.data<float>();
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t col = 0; col < width; ++col) {
-      float& value = values[row * width + col];
-      value = activate(value + b[col], activation);
-    }
+  bias_activation_columns(x.data<float>(), rows, width, 0, width, bias.data<float>(), activation);
 }
 
 }  // namespace seqtrans::cpu

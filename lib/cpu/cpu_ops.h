@@ -9,6 +9,11 @@ namespace seqtrans::cpu {
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options);
 void add_bias(Tensor& x, const Tensor& bias);
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
+// The same on columns [begin, end) of x [rows, stride] (bias: [stride]): a matmul's epilogue on the part
+// of c one thread has just written, while it is still in cache.
+void add_bias_columns(float* x, int64_t rows, int64_t stride, int64_t begin, int64_t end, const float* bias);
+void bias_activation_columns(float* x, int64_t rows, int64_t stride, int64_t begin, int64_t end, const float* bias,
+                             Activation activation);
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out);

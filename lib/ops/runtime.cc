@@ -11,28 +11,13 @@
 #endif
 
 #include "core/error.h"
-
-#ifdef SEQTRANS_BLAS_THREADS
-// The library's own setter, found by CMake (its header may not be the cblas.h we include).
-extern "C" void SEQTRANS_BLAS_THREADS(int threads);
-#endif
+#include "cpu/thread_pool.h"
 
 namespace seqtrans::ops {
 
-bool cpu_threads_settable() {
-#ifdef SEQTRANS_BLAS_THREADS
-  return true;
-#else
-  return false;
-#endif
-}
+bool cpu_threads_settable() { return true; }
 
-void set_cpu_threads(int threads) {
-  SEQTRANS_CHECK(threads >= 1, "CPU threads must be at least 1, got {}", threads);
-#ifdef SEQTRANS_BLAS_THREADS
-  SEQTRANS_BLAS_THREADS(threads);
-#endif
-}
+void set_cpu_threads(int threads) { cpu::set_threads(threads); }
 
 size_t available_host_memory() {
   std::ifstream meminfo("/proc/meminfo");

@@ -27,10 +27,10 @@ size_t available_host_memory();
 // thread, and every op of that thread then runs on its device. A no-op for the CPU.
 void select_device(Device device, int device_index);
 
-// Whether set_cpu_threads can choose the CPU backend's thread count: the BLAS library this build links
-// must offer a call for it (OpenBLAS and BLIS do; CBLAS itself has none).
+// Whether set_cpu_threads can choose the CPU backend's thread count: always, since the CPU ops run on the
+// backend's own pool (lib/cpu/thread_pool.h) with the BLAS library single-threaded inside it.
 bool cpu_threads_settable();
-// Threads for the CPU backend's matrix products (threads >= 1); nothing where !cpu_threads_settable().
+// Threads for the CPU backend's ops (threads >= 1), the calling thread included.
 void set_cpu_threads(int threads);
 
 struct DeviceMemory {
