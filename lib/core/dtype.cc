@@ -3,6 +3,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -10,6 +11,18 @@ namespace seqtrans {
 namespace {
 
 #if defined(__x86_64__)
+// F16C and AVX (CPUID leaf 1, ECX bits 29 and 28) with the OS saving AVX state (OSXSAVE, ECX bit 27, and
+// XCR0's SSE and AVX bits): read directly, since clang 14's __builtin_cpu_supports knows no "f16c".
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  constexpr unsigned kF16c = 1u << 29, kAvx = 1u << 28, kOsxsave = 1u << 27;
+  if ((ecx & (kF16c | kAvx | kOsxsave)) != (kF16c | kAvx | kOsxsave)) return false;
+  unsigned xcr0 = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+  return (xcr0 & 6u) == 6u;
+}
+
 __attribute__((target("avx,f16c"))) void halves_to_floats_f16c(const uint16_t* in, float* out, int64_t count) {
   int64_t i = 0;
   for (; i + 8 <= count; i += 8)
@@ -22,7 +35,7 @@ __attribute__((target("avx,f16c"))) void halves_to_floats_f16c(const uint16_t* i
 
 void halves_to_floats(const uint16_t* in, float* out, int64_t count) {
 #if defined(__x86_64__)
-  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool f16c = cpu_has_f16c();
   if (f16c) return halves_to_floats_f16c(in, out, count);
 #endif
   for (int64_t i = 0; i < count; ++i) out[i] = half_to_float(in[i]);

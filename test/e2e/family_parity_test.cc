@@ -29,23 +29,6 @@ const std::string& setting(const GoldenFile& golden, const std::string& key) {
   return found->second;
 }
 
-SearchOptions family_options(const GoldenFile& golden) {
-  SearchOptions options;
-  options.beam_size = std::stoi(setting(golden, "num_beams"));
-  options.num_hypotheses = 1;
-  options.max_length_a = std::stoi(setting(golden, "max_new_tokens"));
-  options.max_length_b = 0.0f;
-  options.force_eos_at_max_length = setting(golden, "forced_eos_token_id") != "None";
-  if (options.beam_size > 1) {
-    options.length_penalty = std::stof(setting(golden, "length_penalty"));
-    const std::string& stopping = setting(golden, "early_stopping");
-    options.beam_stopping = stopping == "True"    ? BeamStopping::FirstComplete
-                            : stopping == "never" ? BeamStopping::Never
-                                                  : BeamStopping::Heuristic;
-  }
-  return options;
-}
-
 struct FamilyParity {
   size_t sources_identical = 0;
   size_t outputs_identical = 0;
@@ -78,7 +61,7 @@ FamilyParity check_family(const std::string& golden_name, Device device, DataTyp
     starts.push_back(ForcedStart{start, /*generated=*/1});
   }
   EncoderDecoderModel model(file, {device, dtype});
-  const SearchOptions options = family_options(golden);
+  const SearchOptions options = golden_search_options(golden);
   const std::vector<SearchResult> results = search_with_starts(model, sources, options, streams, starts);
   for (size_t i = 0; i < golden.cases.size(); ++i) {
     const Hypothesis& best = results[i].hypotheses.at(0);

@@ -19,31 +19,6 @@ using namespace seqtrans::testing;
 
 namespace {
 
-SearchOptions options_from(const GoldenFile& golden) {
-  SearchOptions options;
-  const auto setting = [&](const std::string& key) {
-    const auto found = golden.settings.find(key);
-    if (found == golden.settings.end()) throw Error("golden settings lack " + key);
-    return found->second;
-  };
-  options.beam_size = std::stoi(setting("num_beams"));
-  options.num_hypotheses = 1;
-  // HF max_new_tokens = N is --max-length N 0; forced_eos_token_id (EOS) forces the token at position N.
-  options.max_length_a = std::stoi(setting("max_new_tokens"));
-  options.max_length_b = 0.0f;
-  options.force_eos_at_max_length = setting("forced_eos_token_id") != "None";
-  options.repetition_penalty = std::stof(setting("repetition_penalty"));
-  options.no_repeat_ngram_size = std::stoi(setting("no_repeat_ngram_size"));
-  if (options.beam_size > 1) {
-    options.length_penalty = std::stof(setting("length_penalty"));
-    const std::string stopping = setting("early_stopping");
-    options.beam_stopping = stopping == "True"    ? BeamStopping::FirstComplete
-                            : stopping == "never" ? BeamStopping::Never
-                                                  : BeamStopping::Heuristic;
-  }
-  return options;
-}
-
 struct ParityReport {
   size_t identical = 0;
   size_t total = 0;
@@ -97,7 +72,7 @@ ParityReport check_parity(const std::string& golden_name, Device device, DataTyp
   REQUIRE(golden.cases.size() >= 300);
   const ModelFile file = ModelFile::open(golden_model(golden));
   EncoderDecoderModel model(file, {device, dtype});
-  SearchOptions options = options_from(golden);
+  SearchOptions options = golden_search_options(golden);
   if (options.force_eos_at_max_length)
     REQUIRE(golden.settings.at("forced_eos_token_id") == std::to_string(file.config().eos_id));
   if (adjust) adjust(options);

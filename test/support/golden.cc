@@ -79,4 +79,29 @@ int run_command(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+SearchOptions golden_search_options(const GoldenFile& golden) {
+  SearchOptions options;
+  const auto setting = [&](const std::string& key) {
+    const auto found = golden.settings.find(key);
+    if (found == golden.settings.end()) throw Error("golden settings lack " + key);
+    return found->second;
+  };
+  options.beam_size = std::stoi(setting("num_beams"));
+  options.num_hypotheses = 1;
+  // HF max_new_tokens = N is --max-length N 0; forced_eos_token_id (EOS) forces the token at position N.
+  options.max_length_a = std::stoi(setting("max_new_tokens"));
+  options.max_length_b = 0.0f;
+  options.force_eos_at_max_length = setting("forced_eos_token_id") != "None";
+  options.repetition_penalty = std::stof(setting("repetition_penalty"));
+  options.no_repeat_ngram_size = std::stoi(setting("no_repeat_ngram_size"));
+  if (options.beam_size > 1) {
+    options.length_penalty = std::stof(setting("length_penalty"));
+    const std::string stopping = setting("early_stopping");
+    options.beam_stopping = stopping == "True"    ? BeamStopping::FirstComplete
+                            : stopping == "never" ? BeamStopping::Never
+                                                  : BeamStopping::Heuristic;
+  }
+  return options;
+}
+
 }  // namespace seqtrans::testing

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "search/options.h"
+
 namespace seqtrans::testing {
 
 struct GoldenCase {
@@ -20,6 +22,10 @@ struct GoldenFile {
   std::map<std::string, std::string> settings;  // from the "# key=value ..." first line
   std::vector<GoldenCase> cases;
 };
+
+// The search settings a golden's `# key=value` line records (num_beams, max_new_tokens, forced_eos_token_id,
+// repetition controls, length penalty and early stopping for beams), one hypothesis per line.
+SearchOptions golden_search_options(const GoldenFile& golden);
 
 // Reads a golden .tsv; throws seqtrans::Error on a malformed line.
 GoldenFile read_golden(const std::string& path);
