@@ -228,7 +228,7 @@ TokenizedLines tokenize_range(const Tokenizer& tokenizer, const TokenizeSettings
       start.insert(start.end(), prefix.begin(), prefix.end());
     }
     tokenized.source_tokens += source.size();
-    tokenized.sentences.push_back(SessionSentence{ids[i], std::move(source), line.index, std::move(start), generated});
+    tokenized.sentences.push_back(SessionSentence{ids[i], std::move(source), line.index, {std::move(start), generated}});
   }
   tokenized.seconds = seconds_since(start);
   return tokenized;

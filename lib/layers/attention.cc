@@ -18,7 +18,7 @@ SelfAttention::SelfAttention(const WeightLoader& weights, const std::string& sco
     : shape_(shape),
       qkv_(weights, scope + "/qkv", shape.d_model, 3 * shape.d_model),
       output_(weights, scope + "/output", shape.d_model, shape.d_model),
-      norm_(weights, scope + "/norm", shape.d_model, shape.epsilon, shape.norm) {}
+      norm_(weights, scope + "/norm", shape.d_model, shape.norm) {}
 
 Tensor SelfAttention::attend(const Tensor& context, const Tensor& residual) const {
   return norm_.output(output_.project(context), output_.bias(), residual);
@@ -71,7 +71,7 @@ CrossAttention::CrossAttention(const WeightLoader& weights, const std::string& s
       query_(weights, scope + "/query", shape.d_model, shape.d_model),
       kv_(weights, scope + "/kv", shape.d_model, 2 * shape.d_model),
       output_(weights, scope + "/output", shape.d_model, shape.d_model),
-      norm_(weights, scope + "/norm", shape.d_model, shape.epsilon, shape.norm) {}
+      norm_(weights, scope + "/norm", shape.d_model, shape.norm) {}
 
 void CrossAttention::project_memory(const Tensor& encoder_output, Tensor& keys, Tensor& values) const {
   std::vector<Tensor> kv = ops::add_bias_split(kv_.project(encoder_output), kv_.bias(), 2);
@@ -104,7 +104,7 @@ FeedForward::FeedForward(const WeightLoader& weights, const std::string& scope, 
                          Activation activation, const SublayerNormShape& norm)
     : inner_(weights, scope + "/inner", d_model, ffn_dim),
       outer_(weights, scope + "/outer", ffn_dim, d_model),
-      norm_(weights, scope + "/norm", d_model, norm.epsilon, norm.placement),
+      norm_(weights, scope + "/norm", d_model, norm),
       activation_(activation) {}
 
 Tensor FeedForward::forward(const Tensor& x) const {

@@ -10,17 +10,11 @@ namespace seqtrans {
 
 struct DecoderStepInputs;  // layers/transformer.h
 
-// A sublayer norm's epsilon and placement.
-struct SublayerNormShape {
-  float epsilon = 1e-5f;
-  NormPlacement placement = NormPlacement::Post;
-};
 
 struct AttentionShape {
   int64_t d_model = 0;
   int num_heads = 0;
-  float epsilon = 1e-5f;
-  NormPlacement norm = NormPlacement::Post;
+  SublayerNormShape norm;
 };
 
 // Self-attention with fused QKV projection, residual and layer norm.

@@ -47,14 +47,19 @@ class LayerNorm {
 // the original Transformer) or on the sublayer's input (pre-norm: mBART, M2M-100, NLLB).
 enum class NormPlacement { Post, Pre };
 
+// A sublayer norm's epsilon and placement.
+struct SublayerNormShape {
+  float epsilon = 1e-5f;
+  NormPlacement placement = NormPlacement::Post;
+};
+
 // A sublayer's layer norm at its placement: what the sublayer computes on, and how its output joins the
 // residual stream.
 class SublayerNorm {
  public:
   SublayerNorm() = default;
-  SublayerNorm(const WeightLoader& weights, const std::string& scope, int64_t width, float epsilon,
-               NormPlacement placement)
-      : norm_(weights, scope, width, epsilon), placement_(placement) {}
+  SublayerNorm(const WeightLoader& weights, const std::string& scope, int64_t width, const SublayerNormShape& shape)
+      : norm_(weights, scope, width, shape.epsilon), placement_(shape.placement) {}
 
   // The sublayer's input: x (post-norm) or layer_norm(x) (pre-norm). x: [m, d].
   Tensor input(const Tensor& x) const { return placement_ == NormPlacement::Pre ? norm_.forward(x) : x; }

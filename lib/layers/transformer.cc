@@ -6,12 +6,12 @@ namespace {
 
 NormPlacement placement_of(const StackConfig& stack) { return stack.pre_norm ? NormPlacement::Pre : NormPlacement::Post; }
 
-AttentionShape attention_shape(const ModelConfig& config, const StackConfig& stack) {
-  return {config.d_model, stack.num_heads, config.layer_norm_epsilon, placement_of(stack)};
-}
-
 SublayerNormShape norm_shape(const ModelConfig& config, const StackConfig& stack) {
   return {config.layer_norm_epsilon, placement_of(stack)};
+}
+
+AttentionShape attention_shape(const ModelConfig& config, const StackConfig& stack) {
+  return {config.d_model, stack.num_heads, norm_shape(config, stack)};
 }
 
 }  // namespace

@@ -108,7 +108,7 @@ std::vector<SearchResult> search_with_starts(StepModel& model, const std::vector
   std::vector<SessionSentence> sentences;
   sentences.reserve(sources.size());
   for (size_t i = 0; i < sources.size(); ++i)
-    sentences.push_back(SessionSentence{i, sources[i], streams[i], starts[i].ids, starts[i].generated});
+    sentences.push_back(SessionSentence{i, sources[i], streams[i], starts[i]});
   session.add(sentences);
   std::vector<SearchResult> results(sources.size());
   std::vector<FinishedSentence> finished;

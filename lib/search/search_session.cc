@@ -49,10 +49,9 @@ void SearchSession::add(const std::vector<SessionSentence>& sentences) {
     active.id = sentences[i].id;
     active.source = sentences[i].source;
     active.stream = sentences[i].stream;
-    active.prefix = sentences[i].prefix;
-    active.generated_prefix = sentences[i].generated_prefix;
+    active.start = sentences[i].start;
     active.search = make_sentence_search(model_, options_, sentences[i].source.size(), sentences[i].stream,
-                                         {sentences[i].prefix, sentences[i].generated_prefix});
+                                         sentences[i].start);
     active.first_slot = static_cast<int32_t>(expanded.size());
     expanded.insert(expanded.end(), active.search->inputs().size(), first_new + static_cast<int32_t>(i));
     active_.push_back(std::move(active));
@@ -232,8 +231,7 @@ std::vector<SessionSentence> SearchSession::evict_newest(size_t count) {
   if (keep == active_.size()) return evicted;
   for (size_t i = keep; i < active_.size(); ++i) {
     Active& active = active_[i];
-    evicted.push_back(SessionSentence{active.id, std::move(active.source), active.stream, std::move(active.prefix),
-                                      active.generated_prefix});
+    evicted.push_back(SessionSentence{active.id, std::move(active.source), active.stream, std::move(active.start)});
     --running_;
   }
   const int32_t kept_slots = active_[keep].first_slot;

@@ -21,11 +21,9 @@ struct SessionSentence {
   uint64_t id = 0;
   std::vector<int32_t> source;
   uint64_t stream = 0;
-  // Target ids the translation must start with (without EOS); empty: none (see sentence_search.h).
-  std::vector<int32_t> prefix;
-  // How many of them, from the first, are generated tokens (a multilingual model's forced language token,
-  // HF's forced_bos_token_id): they count in the lengths; the rest are a prompt, which does not.
-  size_t generated_prefix = 0;
+  // Target ids the translation must start with (without EOS), and how many of them are generated tokens;
+  // empty: none (see sentence_search.h).
+  ForcedStart start;
 };
 
 // Where a session's time goes, in seconds of wall time (accumulated over its life).
@@ -84,8 +82,7 @@ class SearchSession {
     uint64_t id = 0;
     std::vector<int32_t> source;  // kept for a restart after an eviction
     uint64_t stream = 0;
-    std::vector<int32_t> prefix;
-    size_t generated_prefix = 0;
+    ForcedStart start;
     std::unique_ptr<SentenceSearch> search;  // null once done and parked (naive batching)
     int32_t first_slot = 0;                  // its first slot in the current step
     std::vector<int32_t> parked_inputs;      // naive batching: slots kept after it is done, fed EOS
