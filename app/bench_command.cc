@@ -24,14 +24,14 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   engine.shrink_batch = !options.naive_batching;
   // Done sentences can keep their rows only until a batch ends: naive batching is batch by batch.
   if (options.naive_batching) engine.batching = Batching::Shrinking;
-  engine.fused_output = !options.no_fused_topk;
-  if (options.no_hierarchical_topk) engine.topk_algorithm = ops::TopkAlgorithm::FullScan;
-  engine.cuda_graphs = !options.no_cuda_graphs;
-  engine.packed_encoder = !options.no_packed_encoder;
-  engine.persistent_decode = !options.no_persistent_decode;
-  engine.persistent_decode_rows = options.persistent_decode_rows;
-  engine.steps_at_once = !options.no_steps_at_once;
-  engine.persistent_argmax = !options.no_persistent_argmax;
+  EngineTuning& tuning = engine.tuning;
+  tuning.fused_output = !options.no_fused_topk;
+  if (options.no_hierarchical_topk) tuning.topk_algorithm = ops::TopkAlgorithm::FullScan;
+  tuning.cuda_graphs = !options.no_cuda_graphs;
+  tuning.packed_encoder = !options.no_packed_encoder;
+  tuning.persistent_decode_rows = options.no_persistent_decode ? 0 : options.persistent_decode_rows;
+  if (options.no_steps_at_once) tuning.steps_per_read = 1;
+  tuning.persistent_argmax = !options.no_persistent_argmax;
   return engine;
 }
 

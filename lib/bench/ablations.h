@@ -16,25 +16,12 @@ struct EngineSettings {
   // grid runs one batch of equal sentences, where both modes do the same work.
   Batching batching = Batching::Iteration;
   bool shrink_batch = true;  // finished sentences leave the batch (off: --naive-batching, batch-level only)
-  bool fused_output = true;  // bias + log_softmax + top-k on the device (off: --no-fused-topk)
-  ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;  // --no-hierarchical-topk: FullScan
-  bool cuda_graphs = true;   // each decoder step replayed as one CUDA graph (off: --no-cuda-graphs)
-  bool packed_encoder = true;  // joining sentences encoded without padding (off: --no-packed-encoder)
-  // Small decoder steps in one persistent kernel (off: --no-persistent-decode), up to this many rows
-  // (--persistent-decode-rows).
-  bool persistent_decode = true;
-  int64_t persistent_decode_rows = kPersistentDecodeAuto;
-  // Greedy steps run several at once on CUDA, fed on the device, read together (off: --no-steps-at-once).
-  bool steps_at_once = true;
-  // Greedy steps in the persistent kernel run the output layer in it too (off: --no-persistent-argmax).
-  bool persistent_argmax = true;
+  // The engine's switches (--no-fused-topk, --no-hierarchical-topk, --no-cuda-graphs, --no-packed-encoder,
+  // --no-persistent-decode and --persistent-decode-rows, --no-steps-at-once, --no-persistent-argmax).
+  EngineTuning tuning;
 
   bool operator==(const EngineSettings& other) const {
-    return batching == other.batching && shrink_batch == other.shrink_batch && fused_output == other.fused_output &&
-           topk_algorithm == other.topk_algorithm && cuda_graphs == other.cuda_graphs &&
-           packed_encoder == other.packed_encoder && persistent_decode == other.persistent_decode &&
-           persistent_decode_rows == other.persistent_decode_rows && steps_at_once == other.steps_at_once &&
-           persistent_argmax == other.persistent_argmax;
+    return batching == other.batching && shrink_batch == other.shrink_batch && tuning == other.tuning;
   }
 };
 

@@ -85,7 +85,9 @@ class SearchSession {
     ForcedStart start;
     std::unique_ptr<SentenceSearch> search;  // null once done and parked (naive batching)
     int32_t first_slot = 0;                  // its first slot in the current step
-    std::vector<int32_t> parked_inputs;      // naive batching: slots kept after it is done, fed EOS
+    // Naive batching (SearchOptions::shrink_batch off): slots kept after it is done, fed EOS. It stays for
+    // `bench --ablations`, which measures what letting done sentences leave gains against exactly this.
+    std::vector<int32_t> parked_inputs;
   };
   // Runs the model over the current slots and returns what each sentence reads.
   SlotOutputs run_step(StepCandidates& candidates, StepSamples& samples);

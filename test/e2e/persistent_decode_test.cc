@@ -30,10 +30,10 @@ TEST_CASE("the persistent decoder kernel equals the layers launched one by one (
     for (const int beam : {1, 4}) {
       for (const size_t batch_size : {size_t{1}, size_t{3}}) {
         ModelOptions persistent{Device::CUDA, DataType::F32};
-        persistent.cuda_graphs = graphs;
-        persistent.persistent_decode_rows = ops::kPersistentDecoderMaxRows;
+        persistent.tuning.cuda_graphs = graphs;
+        persistent.tuning.persistent_decode_rows = ops::kPersistentDecoderMaxRows;
         ModelOptions layered = persistent;
-        layered.persistent_decode_rows = 0;
+        layered.tuning.persistent_decode_rows = 0;
         EncoderDecoderModel with_kernel(file, persistent), without_kernel(file, layered);
         const std::vector<SearchResult> expected = search_in_batches(without_kernel, sources, beam, batch_size);
         const std::vector<SearchResult> actual = search_in_batches(with_kernel, sources, beam, batch_size);
@@ -64,7 +64,7 @@ TEST_CASE("the persistent decoder kernel in fp16 keeps the CPU's tokens on the b
   const std::vector<std::vector<int32_t>> sources = tokenized_golden_sources(golden, file, 200);
   EncoderDecoderModel cpu(file, {Device::CPU, DataType::F32});
   ModelOptions persistent{Device::CUDA, DataType::F16};
-  persistent.persistent_decode_rows = ops::kPersistentDecoderMaxRows;
+  persistent.tuning.persistent_decode_rows = ops::kPersistentDecoderMaxRows;
   EncoderDecoderModel gpu(file, persistent);
   // Greedy one sentence at a time (1 row: the output layer in the kernel), then 4 rows, then beam 4 (16 rows).
   const std::vector<SearchResult> greedy_cpu = search_in_batches(cpu, sources, 1, 16);
@@ -120,9 +120,9 @@ TEST_CASE("the persistent decoder kernel on tensor cores keeps fp16's accuracy a
   const ModelFile file = make_random_model(bench::synthetic_config(shape, 64), RandomModelOptions{7, 0.05f});
   EncoderDecoderModel cpu(file, {Device::CPU, DataType::F32});
   ModelOptions fp16{Device::CUDA, DataType::F16};
-  fp16.persistent_decode_rows = ops::kPersistentDecoderMaxRows;
+  fp16.tuning.persistent_decode_rows = ops::kPersistentDecoderMaxRows;
   EncoderDecoderModel persistent(file, fp16);
-  fp16.persistent_decode_rows = 0;
+  fp16.tuning.persistent_decode_rows = 0;
   EncoderDecoderModel layered(file, fp16);
   for (const int rows : {3, 8, 16}) {
     std::vector<std::vector<int32_t>> sources;

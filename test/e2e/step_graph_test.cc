@@ -23,7 +23,7 @@ TEST_CASE("decoder steps replayed as CUDA graphs equal steps launched op by op",
     for (const size_t batch_size : {size_t{5}, size_t{16}}) {
       ModelOptions graphs{Device::CUDA, DataType::F32};
       ModelOptions launches = graphs;
-      launches.cuda_graphs = false;
+      launches.tuning.cuda_graphs = false;
       EncoderDecoderModel with_graphs(file, graphs), without_graphs(file, launches);
       const std::vector<SearchResult> expected = search_in_batches(without_graphs, sources, beam, batch_size);
       const std::vector<SearchResult> actual = search_in_batches(with_graphs, sources, beam, batch_size);

@@ -1,4 +1,4 @@
-// Greedy steps run several at once on the real model (ModelOptions::steps_per_read): each step after the
+// Greedy steps run several at once on the real model (EngineTuning::steps_per_read): each step after the
 // first takes every slot's input from the step before on the device, and one copy brings all the steps'
 // candidates back. Results must be those of steps read one at a time: in batches of 1 and 5 and through
 // the scheduler with sentences joining, with and without a minimum length; on the CPU (forced) and on the
@@ -59,8 +59,8 @@ void check_steps_at_once_agree(const ModelOptions& base, size_t count, double mi
   const ModelFile file = ModelFile::open(converted_tiny_model());
   const std::vector<std::vector<int32_t>> sources = golden_source_ids(golden, count);
   ModelOptions grouped_options = base, single_options = base;
-  grouped_options.steps_per_read = kGreedyStepsPerRead;
-  single_options.steps_per_read = 1;
+  grouped_options.tuning.steps_per_read = kGreedyStepsPerRead;
+  single_options.tuning.steps_per_read = 1;
   EncoderDecoderModel grouped(file, grouped_options), single(file, single_options);
   for (const int min_length : {0, 6}) {
     SearchOptions options;

@@ -1,0 +1,61 @@
+// The engine's tuning switches and the measured defaults behind them.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "ops/ops.h"
+
+namespace seqtrans {
+
+// Decoder steps of at most this many rows run through the persistent decoder kernel by default: the measured
+// crossovers (Transformer-base 32 -> 32, docs/BENCHMARKS.md). In fp16 its products run on tensor cores from
+// 3 rows; against the layer-by-layer graph it is ahead up to 8 rows and about even at 16 (H100: 1.12x at 1
+// row, 1.24x at 8, 1.04x at 16; H200 leases 1.06-1.17x at 1, 1.12-1.14x at 4, 0.98-1.08x at 16); fp32
+// products run on CUDA cores, ahead at 1 and 2 rows only (H200: 1.11x, 1.09x; 0.56x at 16, where every
+// warp re-reads each input row per output column).
+inline constexpr int64_t kPersistentDecodeRowsF16 = 16, kPersistentDecodeRowsF32 = 2;
+// EngineTuning::persistent_decode_rows: the crossover of the model's dtype.
+inline constexpr int64_t kPersistentDecodeAuto = -1;
+// Greedy steps run at once where EngineTuning::steps_per_read asks for it: the host's round trip (50-60 us a
+// batch-1 step on an H100) is paid once for them, and a sentence that ends inside wastes at most this many
+// less one. H100: 1.03-1.04x at batch 1 and 16 (synthetic), 1.10x translating newstest one sentence at a time.
+inline constexpr int kGreedyStepsPerRead = 4;
+// EngineTuning::steps_per_read: kGreedyStepsPerRead on CUDA, 1 on the CPU (no round trip to save there).
+inline constexpr int kStepsPerReadAuto = -1;
+int64_t default_persistent_decode_rows(DataType dtype);
+
+// The engine's speed ideas, each of which can be switched off: production uses the defaults, and the
+// benchmark's ablations (lib/bench/ablations.h) turn one off at a time. Chosen where the engine is put
+// together (TranslatorOptions, bench), read by the models and the step runner.
+struct EngineTuning {
+  ops::TopkAlgorithm topk_algorithm = ops::TopkAlgorithm::Auto;
+  // false: copy the full logits to the host and select there (the benchmark's --no-fused-topk ablation).
+  bool fused_output = true;
+  // Replay each decoder step as one CUDA graph (CUDA with fused_output only; off while profiling, whose
+  // per-stage synchronization a graph cannot hold). false: launch every op (--no-cuda-graphs).
+  bool cuda_graphs = true;
+  // Encode joining sentences packed, with no padding tokens: GEMMs over their concatenated tokens,
+  // attention per sentence over a span of the packed tokens. false: padded to the longest (--no-packed-encoder).
+  bool packed_encoder = true;
+  // Decoder steps of at most this many rows run every layer in one persistent kernel (CUDA, shapes it
+  // fits; ops::persistent_decoder_step) instead of ~12 launches a layer. 0: never (--no-persistent-decode);
+  // at most ops::kPersistentDecoderMaxRows; kPersistentDecodeAuto: default_persistent_decode_rows(dtype).
+  int64_t persistent_decode_rows = kPersistentDecodeAuto;
+  // Greedy steps the session runs at once when nothing else needs the host in between, each fed the last
+  // one's choices on the device, read back together (StepModel::steps_per_read); 1 reads every step
+  // (--no-steps-at-once); kStepsPerReadAuto: the device's default.
+  int steps_per_read = kStepsPerReadAuto;
+  // Greedy steps that the persistent kernel runs also run the output layer in it (logits, normalizer and
+  // argmax: ops::PersistentGreedyOutput) where the shape allows. false: --no-persistent-argmax.
+  bool persistent_argmax = true;
+
+  bool operator==(const EngineTuning& other) const {
+    return topk_algorithm == other.topk_algorithm && fused_output == other.fused_output &&
+           cuda_graphs == other.cuda_graphs && packed_encoder == other.packed_encoder &&
+           persistent_decode_rows == other.persistent_decode_rows && steps_per_read == other.steps_per_read &&
+           persistent_argmax == other.persistent_argmax;
+  }
+};
+
+}  // namespace seqtrans
