@@ -12,10 +12,14 @@ namespace seqtrans::cuda {
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream);
 void add_bias(Tensor& x, const Tensor& bias, cudaStream_t stream);
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation, cudaStream_t stream);
+void gated_activation(const Tensor& gate_up, Tensor& out, cudaStream_t stream);
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out, cudaStream_t stream);
+// ops::rms_norm of x; with a residual, ops::add_residual_rms_norm: *sum = x + residual, out its norm.
+void rms_norm(const Tensor& x, const Tensor* residual, const ops::RmsNormWeights& norm, Tensor* sum, Tensor& out,
+              cudaStream_t stream);
 void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts, cudaStream_t stream);
 // Out-of-range ids or positions give zero rows here (the CPU throws): a kernel cannot throw.
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,

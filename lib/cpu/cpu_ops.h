@@ -9,6 +9,7 @@ namespace seqtrans::cpu {
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options);
 void add_bias(Tensor& x, const Tensor& bias);
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
+void gated_activation(const Tensor& gate_up, Tensor& out);
 // The same on columns [begin, end) of x [rows, stride] (bias: [stride]): a matmul's epilogue on the part
 // of c one thread has just written, while it is still in cache.
 void add_bias_columns(float* x, int64_t rows, int64_t stride, int64_t begin, int64_t end, const float* bias);
@@ -18,6 +19,8 @@ void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Ten
                                   const ops::LayerNormWeights& norm, Tensor& out);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out);
 void add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out);
+// ops::rms_norm of x; with a residual, ops::add_residual_rms_norm: *sum = x + residual, out its norm.
+void rms_norm(const Tensor& x, const Tensor* residual, const ops::RmsNormWeights& norm, Tensor* sum, Tensor& out);
 void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts);
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
            Tensor& out);

@@ -37,6 +37,11 @@ void add_bias(Tensor& x, const Tensor& bias);
 // x = activation(x + bias), in place. x: [m, n], bias: [n].
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
 
+// SwiGLU, Llama's MLP between its projections: silu(gate) * up for gate_up [m, 2f] -> [m, f], the gate the
+// first f columns and up the last f (gate_proj and up_proj as one matmul). silu(gate) is rounded to x's
+// dtype before the product, as Hugging Face's act_fn(gate_proj(x)) * up_proj(x) rounds it.
+Tensor gated_activation(const Tensor& gate_up);
+
 // Post-norm residual block end: layer_norm(x + bias + residual). x, residual: [m, d]; bias, gamma, beta: [d].
 struct LayerNormWeights {
   const Tensor& gamma;  // [d]
@@ -51,6 +56,23 @@ Tensor add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& resi
 
 // layer_norm(x) over the last axis. x: [m, d].
 Tensor layer_norm(const Tensor& x, const LayerNormWeights& norm);
+
+// Hugging Face's LlamaRMSNorm over the last axis: y = weight * (x * rsqrt(mean(x^2) + epsilon)), the mean
+// and the scaling in fp32, the scaled row rounded to x's dtype before the weight multiplies it (HF's order).
+// x: [m, d]; weight: [d], x's dtype.
+struct RmsNormWeights {
+  const Tensor& weight;  // [d]
+  float epsilon;
+};
+Tensor rms_norm(const Tensor& x, const RmsNormWeights& norm);
+
+// A decoder-only layer's residual step and the next norm in one pass: sum = residual + x (rounded to x's
+// dtype, as HF's h = h + sublayer(h)) and normalized = rms_norm(sum). x, residual: [m, d].
+struct ResidualNorm {
+  Tensor sum;         // the new residual stream
+  Tensor normalized;  // the next sublayer's input
+};
+ResidualNorm add_residual_rms_norm(const Tensor& x, const Tensor& residual, const RmsNormWeights& norm);
 
 // Adds the bias and splits [m, parts * d] into `parts` contiguous [m, d] tensors (the fused QKV projection).
 std::vector<Tensor> add_bias_split(const Tensor& x, const Tensor& bias, int parts);
