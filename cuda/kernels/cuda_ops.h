@@ -25,6 +25,9 @@ void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& pa
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
            Tensor& out, cudaStream_t stream);
 void sinusoid_table(Tensor& out, cudaStream_t stream);
+// A token whose position is outside the table is left as it is (the CPU throws).
+void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& table, const ops::RotaryShape& shape,
+                            cudaStream_t stream);
 // key_rows entries outside keys' batch rows cannot throw here (the CPU does): rank 1, the query row gets
 // zeros as if it had no keys; rank 2, that key is masked out of the softmax (a row left with no valid key
 // gets zeros). Rank 2 always takes the decode kernel.

@@ -50,6 +50,10 @@ void sample_tokens(const Tensor& logits, const Tensor& rows, const ops::SampleOp
 float sinusoidal_position(int64_t position, int64_t channel, int64_t width);
 // out [P, width] fp32: row p is position p's encoding.
 void sinusoid_table(Tensor& out);
+// out [P, head_dim] fp32: ops::rotary_table's cos and sin rows.
+void rotary_table(float theta, Tensor& out);
+// Positions outside the table throw before anything is rotated.
+void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& table, const ops::RotaryShape& shape);
 // out [P, width] fp32: M2M-100's (fairseq's) sinusoids, evaluated in float as Hugging Face does.
 void fairseq_sinusoid_table(Tensor& out);
 

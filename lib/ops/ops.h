@@ -99,6 +99,24 @@ Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, co
 Tensor sinusoid_table(int64_t positions, int64_t width, Device device,
                       PositionEncoding kind = PositionEncoding::SinusoidalSplit);
 
+// Rotary position embedding, Hugging Face Llama's (LlamaRotaryEmbedding, default rope type). The table
+// [positions, head_dim] fp32 on `device`: row p holds cos(p * inv_freq[i]) for i < head_dim / 2, then the sin of
+// the same angles, where inv_freq[i] = 1 / theta^(float(2i) / head_dim) and the angle are fp32 as HF computes
+// them. Built once on the host (cos and sin nearest to HF's fp32 values, the same on every device), then copied.
+Tensor rotary_table(int64_t positions, int64_t head_dim, float theta, Device device);
+
+// Rotates in place the query and key heads of fused QKV rows qkv [n, (heads + 2 kv_heads) * head_dim] (queries,
+// keys, then the values, left alone) by each token's position ([n] int32, inside the table), as HF's
+// apply_rotary_pos_emb does with rotate_half: channels i and i + head_dim / 2 of a head pair up, x1 * cos -
+// x2 * sin and x2 * cos + x1 * sin. In fp16 it rounds as HF does: cos and sin to fp16, each product, the sum.
+// Matching that rounding rather than one rounding of an fp32 result keeps fp16 runs equal to HF's fp16
+// reference bit for bit (both are within an fp16 ulp of the exact value).
+struct RotaryShape {
+  int num_heads = 1;
+  int num_kv_heads = 1;
+};
+void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& table, const RotaryShape& shape);
+
 // Multi-head scaled dot-product attention with per-row key lengths (keys at or past the length are
 // masked). query: [b, tq, d]; keys, values: [b, tk, d] (tk may be a cache capacity); key_lengths: [b]
 // int32 -> [b, tq, d]. Causality is expressed by key_lengths (incremental decoding), never by a mask.
