@@ -33,10 +33,10 @@ void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& 
 // gets zeros). Rank 2 always takes the decode kernel.
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out, cudaStream_t stream);
-// One launch. A slot whose position or cache row is outside the cache gets its query row but writes nothing
-// to the caches or the history (the CPU throws, except for the negative cache rows of padding).
-void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query,
+// One launch. A slot whose position, cache row or history row is outside its tensor gets its query row but
+// writes nothing to the caches or the history (the CPU throws, except for the negative cache rows of padding).
+void append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
+                                Tensor& history, const ops::SelfAttentionStepOptions& options, Tensor& query,
                                 cudaStream_t stream);
 // Out-of-range indices give zero rows (the CPU throws).
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream);

@@ -28,8 +28,8 @@ void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, cons
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out);
 // Throws before writing anything when a position is outside the cache.
-void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query);
+void append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
+                                Tensor& history, const ops::SelfAttentionStepOptions& options, Tensor& query);
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
 void copy_with_fed_ids(const Tensor& source, int64_t fed, const Tensor* chosen, Tensor& destination);
 // Any dtype (bytes are copied).

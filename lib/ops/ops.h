@@ -118,8 +118,16 @@ struct RotaryShape {
 void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& table, const RotaryShape& shape);
 
 // Multi-head scaled dot-product attention with per-row key lengths (keys at or past the length are
-// masked). query: [b, tq, d]; keys, values: [b, tk, d] (tk may be a cache capacity); key_lengths: [b]
-// int32 -> [b, tq, d]. Causality is expressed by key_lengths (incremental decoding), never by a mask.
+// masked). query: [b, tq, d]; keys, values: [b, tk, d_kv] (tk may be a cache capacity; d_kv = d unless
+// num_kv_heads says otherwise); key_lengths: [b] int32 -> [b, tq, d]. Causality is expressed by key_lengths
+// (incremental decoding, or a query row per token with length position + 1), never by a mask.
+// Causal packed prefill: token i of prompts packed one after another is query row i (tq = 1) with key_rows
+// [n] its prompt's first token, key_span the longest prompt and key_lengths[i] its position + 1.
+// Chunked prefill over the block pool: each token of the chunk is a query row (tq = 1) with its own copy of
+// its prompt's history row as key_rows [n, T] (gather_rows of the history by history_rows, after
+// append_self_attention_step wrote the chunk) and length position + 1. Chosen over tq rows sharing one
+// history row because the decode kernels run it unchanged; the price is that each query reads its keys
+// itself (a kernel sharing them across a chunk's queries would read them once).
 struct AttentionOptions {
   int num_heads = 1;
   float scale = 1.0f;
@@ -136,6 +144,10 @@ struct AttentionOptions {
   // by key_span instead of tk). The encoder memory pool, [positions, 1, d], holds each sentence as a run of
   // positions this way. 0: a row's keys stay in its batch row.
   int64_t key_span = 0;
+  // Grouped-query attention: keys and values hold num_kv_heads heads (d_kv = num_kv_heads * d / num_heads),
+  // and query head h reads kv head h / (num_heads / num_kv_heads), the pairing of Hugging Face's repeat_kv.
+  // 0: as many as num_heads.
+  int num_kv_heads = 0;
 };
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                  const AttentionOptions& options);
@@ -150,6 +162,22 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
 // (a graph's padding row).
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
                                   Tensor& value_cache, Tensor& history, const Tensor* cache_rows = nullptr);
+
+// The same step for any split of qkv and without a bias (decoder-only models: grouped-query attention,
+// Llama's unbiased projection), and for a prefill's tokens that share a history row.
+struct SelfAttentionStepOptions {
+  const Tensor* bias = nullptr;  // [qkv width], qkv's dtype; none: the rows as they are
+  // qkv rows are [query_width + 2 d_kv], d_kv the caches' width (kv heads * head size beside heads * head
+  // size). 0: as wide as the caches, qkv [s, 3d].
+  int64_t query_width = 0;
+  const Tensor* cache_rows = nullptr;  // [s] int32, as above
+  // [s] int32: slot s records its cache row in history row history_rows[s] instead of row s (history [R, T],
+  // any R): the tokens of a prompt's prefill chunk, one slot each, fill their prompt's row. Pairs (history
+  // row, position) must be distinct.
+  const Tensor* history_rows = nullptr;
+};
+Tensor append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
+                                  Tensor& history, const SelfAttentionStepOptions& options);
 
 // dst = src, same shape and dtype, queued on the device like any other op (a CUDA graph can hold it).
 void copy(const Tensor& src, Tensor& dst);
