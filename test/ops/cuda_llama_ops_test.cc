@@ -167,9 +167,10 @@ TEST_CASE("cuda apply_rotary_embedding equals the CPU in fp32 and HF's fp16 roun
     }
 }
 
-// Query rows attend through each addressing the model uses, with kv heads: their own batch row (warp
-// decode at tq 1, block decode at tq 3 where loads are scalar, tiled at tq 37), one batch row per query
-// row, the block-paged cache (rank-2 key_rows over blocks of 16), and the packed causal prefill (key span).
+// Query rows attend through each addressing the model uses, with kv heads: their own batch row and one
+// batch row per query row (warp decode at tq 1 and 3, or block decode where loads are scalar: head size 30,
+// and 20 in fp16; tiled at tq 37), the block-paged cache (rank-2 key_rows over blocks of 16), and the packed
+// causal prefill (key span).
 TEST_CASE("cuda attention with kv heads matches the CPU for every key addressing", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   enum class Mode { Plain, PerRow, Paged, Packed };
