@@ -15,6 +15,8 @@
 //   keys and values staged in shared memory (fp32, odd row stride), one key per lane, 4 queries per warp,
 //   online softmax per query (flash style).
 // Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
+// Grouped-query attention: query head h reads kv head h / group of key rows key_width wide (group 1 and
+// key_width = width without it); each (query, head) unit reads its kv head itself, as before.
 // key_rows (AttentionOptions): rank 1 moves a query row's keys to batch row key_rows[b] (and the rows after
 // it, with a key span), read once per unit (all kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key (decode kernels
 // only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the key (rank 2) or all
@@ -48,7 +50,9 @@ struct AttentionArguments {
   int key_block;     // positions per batch row of keys (keys.dim(1)): per-key key j sits at j % key_block
   int key_block_mask;  // key_block - 1 when it is a power of two (a mask replaces the division), else -1
   int key_batch;  // batch rows of keys and values (differs from the query's with key_rows)
-  int width;
+  int width;      // of a query (and output) row
+  int key_width;  // of a key (and value) row: kv heads * head_dim
+  int group;      // query heads per kv head
   int head_dim;
   float scale;
 };
@@ -97,10 +101,10 @@ __global__ void __launch_bounds__(kDecodeThreads)
   for (int c = threadIdx.x; c < args.head_dim; c += blockDim.x) query_row[c] = to_float(query[query_offset + c]);
   __syncthreads();
 
-  // Key j's head row starts at head_base + j * width, or (kPerKey) head_offset + key_index[j] * width.
-  const int64_t head_offset = static_cast<int64_t>(head) * args.head_dim;
+  // Key j's head row starts at head_base + j * key_width, or (kPerKey) head_offset + key_index[j] * key_width.
+  const int64_t head_offset = static_cast<int64_t>(head / args.group) * args.head_dim;
   const int64_t head_base = kPerKey ? head_offset
-                                    : static_cast<int64_t>(key_row) * args.key_block * args.width + head_offset;
+                                    : static_cast<int64_t>(key_row) * args.key_block * args.key_width + head_offset;
   const int32_t* key_rows_of_b = kPerKey ? key_rows + static_cast<int64_t>(b) * args.key_capacity : nullptr;
   const int keys_per_pass = blockDim.x / lanes_per_key;
   const int lane_in_group = threadIdx.x % lanes_per_key;
@@ -108,14 +112,14 @@ __global__ void __launch_bounds__(kDecodeThreads)
     const int j = first + static_cast<int>(threadIdx.x) / lanes_per_key;
     float dot = 0.0f;
     bool valid = j < key_len;
-    int64_t key_offset = head_base + static_cast<int64_t>(j) * args.width;
+    int64_t key_offset = head_base + static_cast<int64_t>(j) * args.key_width;
     if constexpr (kPerKey) {
       if (valid) {
         // One int32 per key: the lanes of a group load the same word (a broadcast).
         const int row = key_rows_of_b[j];
         valid = row >= 0 && row < args.key_batch;
         const int index = valid ? row * args.key_block + block_offset(j, args) : -1;  // the host checked it fits
-        key_offset = head_base + static_cast<int64_t>(index) * args.width;
+        key_offset = head_base + static_cast<int64_t>(index) * args.key_width;
         if (lane_in_group == 0) key_index[j] = index;
       }
     }
@@ -155,7 +159,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
         if (index < 0) continue;  // masked: weight 0, and its memory may not exist
       }
       const float weight = scores[j];
-      const V value = reinterpret_cast<const V*>(values + head_base + static_cast<int64_t>(index) * args.width)[column];
+      const V value =
+          reinterpret_cast<const V*>(values + head_base + static_cast<int64_t>(index) * args.key_width)[column];
 #pragma unroll
       for (int e = 0; e < N; ++e) sum[e] += weight * to_float(value.value[e]);
     }
@@ -238,8 +243,8 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
     };
     if constexpr (kPerKey) load_rows(part * kChunk);
     const int key_row = kPerKey ? b : resolve_key_row(key_rows, b, args, key_len);
-    const int64_t head_offset = static_cast<int64_t>(head) * args.head_dim;
-    query_offset = static_cast<int64_t>(row) * args.width + head_offset;
+    query_offset = static_cast<int64_t>(row) * args.width + static_cast<int64_t>(head) * args.head_dim;
+    const int64_t head_offset = static_cast<int64_t>(head / args.group) * args.head_dim;  // in a key row
     float q[kSlices][N];
 #pragma unroll
     for (int s = 0; s < kSlices; ++s) {
@@ -248,10 +253,10 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
       if (column < vectors) x = reinterpret_cast<const V*>(query + query_offset)[column];
       vector_to_floats(x, q[s]);
     }
-    // Key j's head row starts at head_base + j * width, or (kPerKey) head_offset + index * width with index
+    // Key j's head row starts at head_base + j * key_width, or (kPerKey) head_offset + index * key_width with index
     // = key_rows[b, j] * key_block + j % key_block.
     const int64_t head_base =
-        kPerKey ? head_offset : static_cast<int64_t>(key_row) * args.key_block * args.width + head_offset;
+        kPerKey ? head_offset : static_cast<int64_t>(key_row) * args.key_block * args.key_width + head_offset;
 
     for (int first = part * kChunk; first < key_len; first += warps_per_unit * kChunk) {
       bool valid[kPasses];
@@ -266,7 +271,7 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
           valid[p] = valid[p] && batch_row >= 0 && batch_row < args.key_batch;
           if (valid[p]) index = batch_row * args.key_block + block_offset(j, args);  // the host checked it fits
         }
-        const int64_t offset = head_base + static_cast<int64_t>(index) * args.width;
+        const int64_t offset = head_base + static_cast<int64_t>(index) * args.key_width;
 #pragma unroll
         for (int s = 0; s < kSlices; ++s) {
           const int column = slice + s * kGroup;
@@ -421,8 +426,9 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
   int key_len = min(max(key_lengths[b], 0), args.key_capacity);
   // key_rows here is [b] or null: all keys of the row from one batch row on.
   const int key_row = resolve_key_row(key_rows, b, args, key_len);
-  const int64_t head_offset = static_cast<int64_t>(head) * head_dim;
-  const int64_t head_base = static_cast<int64_t>(key_row) * args.key_block * args.width + head_offset;
+  const int64_t head_offset = static_cast<int64_t>(head) * head_dim;  // in a query row
+  const int64_t head_base = static_cast<int64_t>(key_row) * args.key_block * args.key_width +
+                            static_cast<int64_t>(head / args.group) * head_dim;
 
   for (int i = threadIdx.x; i < kTileQueries * head_dim; i += blockDim.x) {
     const int t = first_query + i / head_dim;
@@ -444,7 +450,7 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
 
   for (int first_key = 0; first_key < key_len; first_key += kTileKeys) {
     __syncthreads();  // the previous tile is consumed (and, the first time, the queries are staged)
-    stage_key_tile<T, N>(keys, values, head_base, first_key, key_len, args.width, head_dim, key_tile, value_tile);
+    stage_key_tile<T, N>(keys, values, head_base, first_key, key_len, args.key_width, head_dim, key_tile, value_tile);
     __syncthreads();
 
     const bool valid = first_key + lane < key_len;
@@ -623,7 +629,7 @@ template <typename T, int kChannels>
 void launch_tiled(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
   constexpr int kWidth = kVectorWidth<T>;
   // 16-byte loads of key and value rows need every head row to start on a 16-byte boundary.
-  if (args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(x.keys.raw(), 16) &&
+  if (args.head_dim % kWidth == 0 && args.key_width % kWidth == 0 && is_aligned(x.keys.raw(), 16) &&
       is_aligned(x.values.raw(), 16))
     return launch_tiled_with<T, kChannels, kWidth>(x, args, stream);
   launch_tiled_with<T, kChannels, 1>(x, args, stream);
@@ -708,6 +714,8 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   args.key_block_mask = (args.key_block & (args.key_block - 1)) == 0 ? args.key_block - 1 : -1;
   args.key_batch = static_cast<int>(keys.dim(0));
   args.width = static_cast<int>(width);
+  args.key_width = static_cast<int>(keys.dim(2));
+  args.group = options.num_kv_heads == 0 ? 1 : options.num_heads / options.num_kv_heads;
   args.head_dim = static_cast<int>(width / options.num_heads);
   args.scale = options.scale;
   const AttentionOperands operands{query, keys, values, key_lengths, key_rows, out};

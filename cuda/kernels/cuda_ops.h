@@ -12,24 +12,31 @@ namespace seqtrans::cuda {
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream);
 void add_bias(Tensor& x, const Tensor& bias, cudaStream_t stream);
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation, cudaStream_t stream);
+void gated_activation(const Tensor& gate_up, Tensor& out, cudaStream_t stream);
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out, cudaStream_t stream);
+// ops::rms_norm of x; with a residual, ops::add_residual_rms_norm: *sum = x + residual, out its norm.
+void rms_norm(const Tensor& x, const Tensor* residual, const ops::RmsNormWeights& norm, Tensor* sum, Tensor& out,
+              cudaStream_t stream);
 void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts, cudaStream_t stream);
 // Out-of-range ids or positions give zero rows here (the CPU throws): a kernel cannot throw.
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
            Tensor& out, cudaStream_t stream);
 void sinusoid_table(Tensor& out, cudaStream_t stream);
+// A token whose position is outside the table is left as it is (the CPU throws).
+void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& table, const ops::RotaryShape& shape,
+                            cudaStream_t stream);
 // key_rows entries outside keys' batch rows cannot throw here (the CPU does): rank 1, the query row gets
 // zeros as if it had no keys; rank 2, that key is masked out of the softmax (a row left with no valid key
 // gets zeros). Rank 2 always takes the decode kernel.
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out, cudaStream_t stream);
-// One launch. A slot whose position or cache row is outside the cache gets its query row but writes nothing
-// to the caches or the history (the CPU throws, except for the negative cache rows of padding).
-void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query,
+// One launch. A slot whose position, cache row or history row is outside its tensor gets its query row but
+// writes nothing to the caches or the history (the CPU throws, except for the negative cache rows of padding).
+void append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
+                                Tensor& history, const ops::SelfAttentionStepOptions& options, Tensor& query,
                                 cudaStream_t stream);
 // Out-of-range indices give zero rows (the CPU throws).
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream);

@@ -54,23 +54,26 @@ inline __attribute__((always_inline)) float dot(const float* q, const float* k, 
 
 // Query rows of batch row b attend to its keys. Each key and value row is read once for all heads (one
 // contiguous stream instead of a pass per head); per head the arithmetic is the plain softmax's, in the
-// same order. weights: [heads * key_capacity] scratch, offsets: [key_capacity].
+// same order. Query head h reads kv head h / group (grouped-query attention; group 1 otherwise).
+// weights: [heads * key_capacity] scratch, offsets: [key_capacity].
 // Built for AVX2 as well as the baseline: the same lanes in wider registers, so the same bits.
 #if defined(__x86_64__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void attend_row(const ops::AttentionOptions& options, int64_t b, int64_t query_len, int64_t width, int64_t key_len,
-                const float* q, const float* k, const float* v, const std::vector<int64_t>& offsets,
+                int64_t group, const float* q, const float* k, const float* v, const std::vector<int64_t>& offsets,
                 std::vector<float>& weights, float* result) {
   const int64_t heads = options.num_heads, head_dim = width / heads;
   double totals[kMaxHeads];
+  int64_t kv_offsets[kMaxHeads];  // where query head h's kv head starts in a key or value row
+  for (int64_t h = 0; h < heads; ++h) kv_offsets[h] = h / group * head_dim;
   for (int64_t t = 0; t < query_len; ++t) {
     const float* q_row = q + (b * query_len + t) * width;
     float* out_row = result + (b * query_len + t) * width;
     for (int64_t j = 0; j < key_len; ++j) {
       const float* k_row = k + offsets[j];
       for (int64_t h = 0; h < heads; ++h)
-        weights[h * key_len + j] = dot(q_row + h * head_dim, k_row + h * head_dim, head_dim) * options.scale;
+        weights[h * key_len + j] = dot(q_row + h * head_dim, k_row + kv_offsets[h], head_dim) * options.scale;
     }
     for (int64_t h = 0; h < heads; ++h) {
       float* head_weights = weights.data() + h * key_len;
@@ -89,7 +92,7 @@ void attend_row(const ops::AttentionOptions& options, int64_t b, int64_t query_l
       for (int64_t h = 0; h < heads; ++h) {
         const float weight = static_cast<float>(weights[h * key_len + j] / totals[h]);
         float* out_head = out_row + h * head_dim;
-        const float* v_head = v_row + h * head_dim;
+        const float* v_head = v_row + kv_offsets[h];
         for (int64_t c = 0; c < head_dim; ++c) out_head[c] += weight * v_head[c];
       }
     }
@@ -101,7 +104,8 @@ void attend_row(const ops::AttentionOptions& options, int64_t b, int64_t query_l
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out) {
   const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
-  const int64_t key_batch = keys.dim(0), block = keys.dim(1);
+  const int64_t key_batch = keys.dim(0), block = keys.dim(1), key_width = keys.dim(2);
+  const int64_t group = options.num_kv_heads == 0 ? 1 : options.num_heads / options.num_kv_heads;
   // Per-key rows address keys by block: the table's width bounds the lengths (a key span, likewise).
   const bool per_key = options.key_rows != nullptr && options.key_rows->rank() == 2;
   const int64_t key_capacity = per_key ? options.key_rows->dim(1) : options.key_span > 0 ? options.key_span : block;
@@ -119,8 +123,8 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
     std::vector<int64_t> offsets(static_cast<size_t>(key_capacity));
     for (int64_t b = begin; b < end; ++b) {
       const int64_t key_len = std::clamp<int64_t>(lengths[b], 0, key_capacity);
-      key_offsets(options, b, key_len, key_batch, block, width, offsets);
-      attend_row(options, b, query_len, width, key_len, q, k, v, offsets, weights, result);
+      key_offsets(options, b, key_len, key_batch, block, key_width, offsets);
+      attend_row(options, b, query_len, width, key_len, group, q, k, v, offsets, weights, result);
     }
   });
 }

@@ -9,6 +9,7 @@ namespace seqtrans::cpu {
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options);
 void add_bias(Tensor& x, const Tensor& bias);
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
+void gated_activation(const Tensor& gate_up, Tensor& out);
 // The same on columns [begin, end) of x [rows, stride] (bias: [stride]): a matmul's epilogue on the part
 // of c one thread has just written, while it is still in cache.
 void add_bias_columns(float* x, int64_t rows, int64_t stride, int64_t begin, int64_t end, const float* bias);
@@ -18,6 +19,8 @@ void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Ten
                                   const ops::LayerNormWeights& norm, Tensor& out);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out);
 void add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out);
+// ops::rms_norm of x; with a residual, ops::add_residual_rms_norm: *sum = x + residual, out its norm.
+void rms_norm(const Tensor& x, const Tensor* residual, const ops::RmsNormWeights& norm, Tensor* sum, Tensor& out);
 void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts);
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,
            Tensor& out);
@@ -25,8 +28,8 @@ void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, cons
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out);
 // Throws before writing anything when a position is outside the cache.
-void append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
-                                Tensor& value_cache, Tensor& history, const Tensor* cache_rows, Tensor& query);
+void append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
+                                Tensor& history, const ops::SelfAttentionStepOptions& options, Tensor& query);
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out);
 void copy_with_fed_ids(const Tensor& source, int64_t fed, const Tensor* chosen, Tensor& destination);
 // Any dtype (bytes are copied).
@@ -47,6 +50,10 @@ void sample_tokens(const Tensor& logits, const Tensor& rows, const ops::SampleOp
 float sinusoidal_position(int64_t position, int64_t channel, int64_t width);
 // out [P, width] fp32: row p is position p's encoding.
 void sinusoid_table(Tensor& out);
+// out [P, head_dim] fp32: ops::rotary_table's cos and sin rows.
+void rotary_table(float theta, Tensor& out);
+// Positions outside the table throw before anything is rotated.
+void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& table, const ops::RotaryShape& shape);
 // out [P, width] fp32: M2M-100's (fairseq's) sinusoids, evaluated in float as Hugging Face does.
 void fairseq_sinusoid_table(Tensor& out);
 

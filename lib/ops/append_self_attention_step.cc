@@ -2,51 +2,79 @@
 #include "ops/dispatch.h"
 
 namespace seqtrans::ops {
+namespace {
+
+// An optional [slots] int32 index on qkv's device.
+void check_slot_index(const char* op, const char* operand, const Tensor& index, const Tensor& qkv) {
+  check_rank(op, operand, index, 1);
+  check_dtype(op, operand, index, DataType::I32);
+  check_extent(op, operand, index, 0, qkv.dim(0));
+  check_same_device(op, qkv, index);
+}
+
+// qkv [s, query_width + 2 d_kv] with d_kv the caches' width; returns the query's width.
+int64_t check_qkv_split(const char* op, const Tensor& qkv, const Tensor& key_cache,
+                        const SelfAttentionStepOptions& options) {
+  const int64_t kv_width = key_cache.dim(2);
+  const int64_t query_width = options.query_width == 0 ? kv_width : options.query_width;
+  SEQTRANS_CHECK(query_width >= 1 && kv_width >= 1 && qkv.dim(1) == query_width + 2 * kv_width,
+                 "{}: qkv width {} is not a query of {} and keys and values of {} (the caches' width)", op,
+                 qkv.dim(1), query_width, kv_width);
+  if (options.bias != nullptr) {
+    check_rank(op, "bias", *options.bias, 1);
+    check_extent(op, "bias", *options.bias, 0, qkv.dim(1));
+    check_like(op, "bias", *options.bias, qkv);
+  }
+  return query_width;
+}
+
+}  // namespace
 
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
                                   Tensor& value_cache, Tensor& history, const Tensor* cache_rows) {
+  SelfAttentionStepOptions options;
+  options.bias = &bias;
+  options.cache_rows = cache_rows;
+  return append_self_attention_step(qkv, positions, key_cache, value_cache, history, options);
+}
+
+Tensor append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
+                                  Tensor& history, const SelfAttentionStepOptions& options) {
   const char* op = "append_self_attention_step";
   check_rank(op, "qkv", qkv, 2);
   check_float(op, "qkv", qkv);
-  SEQTRANS_CHECK(qkv.dim(1) % 3 == 0, "{}: qkv width {} is not 3 * d", op, qkv.dim(1));
-  const int64_t slots = qkv.dim(0), width = qkv.dim(1) / 3;
-  check_rank(op, "bias", bias, 1);
-  check_dtype(op, "bias", bias, qkv.dtype());
-  check_extent(op, "bias", bias, 0, qkv.dim(1));
+  const int64_t slots = qkv.dim(0);
   check_rank(op, "positions", positions, 1);
   check_dtype(op, "positions", positions, DataType::I32);
   check_extent(op, "positions", positions, 0, slots);
   check_rank(op, "key_cache", key_cache, 3);
-  check_dtype(op, "key_cache", key_cache, qkv.dtype());
+  check_like(op, "key_cache", key_cache, qkv);
+  const int64_t query_width = check_qkv_split(op, qkv, key_cache, options);
   // The caches may hold more rows than slots: rows past them hold keys that slots' histories still use.
-  SEQTRANS_CHECK(cache_rows != nullptr || key_cache.dim(0) >= slots, "{}: key_cache has {} rows for {} slots", op, key_cache.dim(0), slots);
-  check_extent(op, "key_cache", key_cache, 2, width);
+  SEQTRANS_CHECK(options.cache_rows != nullptr || key_cache.dim(0) >= slots, "{}: key_cache has {} rows for {} slots",
+                 op, key_cache.dim(0), slots);
   SEQTRANS_CHECK(value_cache.defined() && value_cache.shape() == key_cache.shape(),
                  "{}: value_cache {} differs from key_cache {}", op, shape_string(value_cache.shape()),
                  shape_string(key_cache.shape()));
-  check_dtype(op, "value_cache", value_cache, qkv.dtype());
+  check_like(op, "value_cache", value_cache, qkv);
   check_rank(op, "history", history, 2);
   check_dtype(op, "history", history, DataType::I32);
-  check_extent(op, "history", history, 0, slots);
+  check_same_device(op, qkv, history);
+  check_same_device(op, qkv, positions);
+  // A history row per slot unless history_rows says which row each slot fills.
+  if (options.history_rows == nullptr) check_extent(op, "history", history, 0, slots);
+  if (options.history_rows != nullptr) check_slot_index(op, "history_rows", *options.history_rows, qkv);
   // Whole rows: the history spans the cache's positions; blocks (cache_rows): it spans any number of them.
-  if (cache_rows == nullptr) check_extent(op, "history", history, 1, key_cache.dim(1));
-  if (cache_rows != nullptr) {
-    check_rank(op, "cache_rows", *cache_rows, 1);
-    check_dtype(op, "cache_rows", *cache_rows, DataType::I32);
-    check_extent(op, "cache_rows", *cache_rows, 0, slots);
-    check_same_device(op, qkv, *cache_rows);
-  }
-  const Tensor* operands[] = {&bias, &positions, &key_cache, &value_cache, &history};
-  for (const Tensor* operand : operands) check_same_device(op, qkv, *operand);
-  Tensor query({slots, width}, qkv.dtype(), qkv.device());
+  if (options.cache_rows == nullptr) check_extent(op, "history", history, 1, key_cache.dim(1));
+  if (options.cache_rows != nullptr) check_slot_index(op, "cache_rows", *options.cache_rows, qkv);
+  Tensor query({slots, query_width}, qkv.dtype(), qkv.device());
   const ProfileScope profile("other kernels");
   switch (qkv.device()) {
     case Device::CPU:
-      cpu::append_self_attention_step(qkv, bias, positions, key_cache, value_cache, history, cache_rows, query);
+      cpu::append_self_attention_step(qkv, positions, key_cache, value_cache, history, options, query);
       break;
     case Device::CUDA:
-      SEQTRANS_ON_CUDA(append_self_attention_step, qkv, bias, positions, key_cache, value_cache, history, cache_rows,
-                       query);
+      SEQTRANS_ON_CUDA(append_self_attention_step, qkv, positions, key_cache, value_cache, history, options, query);
       break;
   }
   return query;

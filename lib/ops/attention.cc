@@ -27,6 +27,14 @@ void check_key_span(const AttentionOptions& options) {
                  "attention: key_span needs key_rows of rank 1 [b]");
 }
 
+// Query heads per kv head; keys and values are kv_heads head sizes wide.
+void check_kv_heads(const AttentionOptions& options, const Tensor& query, const Tensor& keys) {
+  const int kv_heads = options.num_kv_heads == 0 ? options.num_heads : options.num_kv_heads;
+  SEQTRANS_CHECK(kv_heads >= 1 && options.num_heads % kv_heads == 0,
+                 "attention: {} query heads do not split into groups of {} kv heads", options.num_heads, kv_heads);
+  check_extent("attention", "keys", keys, 2, query.dim(2) / options.num_heads * kv_heads);
+}
+
 }  // namespace
 
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
@@ -45,12 +53,12 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
   else
     check_key_rows(*options.key_rows, query);
   check_key_span(options);
-  check_extent("attention", "keys", keys, 2, query.dim(2));
   check_rank("attention", "key_lengths", key_lengths, 1);
   check_dtype("attention", "key_lengths", key_lengths, DataType::I32);
   check_extent("attention", "key_lengths", key_lengths, 0, query.dim(0));
   SEQTRANS_CHECK(options.num_heads >= 1 && query.dim(2) % options.num_heads == 0,
                  "attention: width {} is not divisible by {} heads", query.dim(2), options.num_heads);
+  check_kv_heads(options, query, keys);
   check_same_device("attention", query, keys);
   check_same_device("attention", query, values);
   check_same_device("attention", query, key_lengths);

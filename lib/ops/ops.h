@@ -37,6 +37,11 @@ void add_bias(Tensor& x, const Tensor& bias);
 // x = activation(x + bias), in place. x: [m, n], bias: [n].
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
 
+// SwiGLU, Llama's MLP between its projections: silu(gate) * up for gate_up [m, 2f] -> [m, f], the gate the
+// first f columns and up the last f (gate_proj and up_proj as one matmul). silu(gate) is rounded to x's
+// dtype before the product, as Hugging Face's act_fn(gate_proj(x)) * up_proj(x) rounds it.
+Tensor gated_activation(const Tensor& gate_up);
+
 // Post-norm residual block end: layer_norm(x + bias + residual). x, residual: [m, d]; bias, gamma, beta: [d].
 struct LayerNormWeights {
   const Tensor& gamma;  // [d]
@@ -51,6 +56,23 @@ Tensor add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& resi
 
 // layer_norm(x) over the last axis. x: [m, d].
 Tensor layer_norm(const Tensor& x, const LayerNormWeights& norm);
+
+// Hugging Face's LlamaRMSNorm over the last axis: y = weight * (x * rsqrt(mean(x^2) + epsilon)), the mean
+// and the scaling in fp32, the scaled row rounded to x's dtype before the weight multiplies it (HF's order).
+// x: [m, d]; weight: [d], x's dtype.
+struct RmsNormWeights {
+  const Tensor& weight;  // [d]
+  float epsilon;
+};
+Tensor rms_norm(const Tensor& x, const RmsNormWeights& norm);
+
+// A decoder-only layer's residual step and the next norm in one pass: sum = residual + x (rounded to x's
+// dtype, as HF's h = h + sublayer(h)) and normalized = rms_norm(sum). x, residual: [m, d].
+struct ResidualNorm {
+  Tensor sum;         // the new residual stream
+  Tensor normalized;  // the next sublayer's input
+};
+ResidualNorm add_residual_rms_norm(const Tensor& x, const Tensor& residual, const RmsNormWeights& norm);
 
 // Adds the bias and splits [m, parts * d] into `parts` contiguous [m, d] tensors (the fused QKV projection).
 std::vector<Tensor> add_bias_split(const Tensor& x, const Tensor& bias, int parts);
@@ -77,9 +99,35 @@ Tensor embed(const Tensor& ids, const Tensor& positions, const Tensor& table, co
 Tensor sinusoid_table(int64_t positions, int64_t width, Device device,
                       PositionEncoding kind = PositionEncoding::SinusoidalSplit);
 
+// Rotary position embedding, Hugging Face Llama's (LlamaRotaryEmbedding, default rope type). The table
+// [positions, head_dim] fp32 on `device`: row p holds cos(p * inv_freq[i]) for i < head_dim / 2, then the sin of
+// the same angles, where inv_freq[i] = 1 / theta^(float(2i) / head_dim) and the angle are fp32 as HF computes
+// them. Built once on the host (cos and sin nearest to HF's fp32 values, the same on every device), then copied.
+Tensor rotary_table(int64_t positions, int64_t head_dim, float theta, Device device);
+
+// Rotates in place the query and key heads of fused QKV rows qkv [n, (heads + 2 kv_heads) * head_dim] (queries,
+// keys, then the values, left alone) by each token's position ([n] int32, inside the table), as HF's
+// apply_rotary_pos_emb does with rotate_half: channels i and i + head_dim / 2 of a head pair up, x1 * cos -
+// x2 * sin and x2 * cos + x1 * sin. In fp16 it rounds as HF does: cos and sin to fp16, each product, the sum.
+// Matching that rounding rather than one rounding of an fp32 result keeps fp16 runs equal to HF's fp16
+// reference bit for bit (both are within an fp16 ulp of the exact value).
+struct RotaryShape {
+  int num_heads = 1;
+  int num_kv_heads = 1;
+};
+void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& table, const RotaryShape& shape);
+
 // Multi-head scaled dot-product attention with per-row key lengths (keys at or past the length are
-// masked). query: [b, tq, d]; keys, values: [b, tk, d] (tk may be a cache capacity); key_lengths: [b]
-// int32 -> [b, tq, d]. Causality is expressed by key_lengths (incremental decoding), never by a mask.
+// masked). query: [b, tq, d]; keys, values: [b, tk, d_kv] (tk may be a cache capacity; d_kv = d unless
+// num_kv_heads says otherwise); key_lengths: [b] int32 -> [b, tq, d]. Causality is expressed by key_lengths
+// (incremental decoding, or a query row per token with length position + 1), never by a mask.
+// Causal packed prefill: token i of prompts packed one after another is query row i (tq = 1) with key_rows
+// [n] its prompt's first token, key_span the longest prompt and key_lengths[i] its position + 1.
+// Chunked prefill over the block pool: each token of the chunk is a query row (tq = 1) with its own copy of
+// its prompt's history row as key_rows [n, T] (gather_rows of the history by history_rows, after
+// append_self_attention_step wrote the chunk) and length position + 1. Chosen over tq rows sharing one
+// history row because the decode kernels run it unchanged; the price is that each query reads its keys
+// itself (a kernel sharing them across a chunk's queries would read them once).
 struct AttentionOptions {
   int num_heads = 1;
   float scale = 1.0f;
@@ -96,6 +144,10 @@ struct AttentionOptions {
   // by key_span instead of tk). The encoder memory pool, [positions, 1, d], holds each sentence as a run of
   // positions this way. 0: a row's keys stay in its batch row.
   int64_t key_span = 0;
+  // Grouped-query attention: keys and values hold num_kv_heads heads (d_kv = num_kv_heads * d / num_heads),
+  // and query head h reads kv head h / (num_heads / num_kv_heads), the pairing of Hugging Face's repeat_kv.
+  // 0: as many as num_heads.
+  int num_kv_heads = 0;
 };
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                  const AttentionOptions& options);
@@ -110,6 +162,22 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
 // (a graph's padding row).
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const Tensor& positions, Tensor& key_cache,
                                   Tensor& value_cache, Tensor& history, const Tensor* cache_rows = nullptr);
+
+// The same step for any split of qkv and without a bias (decoder-only models: grouped-query attention,
+// Llama's unbiased projection), and for a prefill's tokens that share a history row.
+struct SelfAttentionStepOptions {
+  const Tensor* bias = nullptr;  // [qkv width], qkv's dtype; none: the rows as they are
+  // qkv rows are [query_width + 2 d_kv], d_kv the caches' width (kv heads * head size beside heads * head
+  // size). 0: as wide as the caches, qkv [s, 3d].
+  int64_t query_width = 0;
+  const Tensor* cache_rows = nullptr;  // [s] int32, as above
+  // [s] int32: slot s records its cache row in history row history_rows[s] instead of row s (history [R, T],
+  // any R): the tokens of a prompt's prefill chunk, one slot each, fill their prompt's row. Pairs (history
+  // row, position) must be distinct.
+  const Tensor* history_rows = nullptr;
+};
+Tensor append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
+                                  Tensor& history, const SelfAttentionStepOptions& options);
 
 // dst = src, same shape and dtype, queued on the device like any other op (a CUDA graph can hold it).
 void copy(const Tensor& src, Tensor& dst);
