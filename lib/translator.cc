@@ -26,6 +26,15 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+PromptSpacePrefix prompt_space_prefix(SpacePrefix prefix) {
+  switch (prefix) {
+    case SpacePrefix::First: return PromptSpacePrefix::First;
+    case SpacePrefix::Always: return PromptSpacePrefix::Always;
+    case SpacePrefix::Never: return PromptSpacePrefix::Never;
+  }
+  return PromptSpacePrefix::First;
+}
+
 }  // namespace
 
 TokenizerSpec tokenizer_spec(const ModelFile& file) {
@@ -40,6 +49,10 @@ TokenizerSpec tokenizer_spec(const ModelFile& file) {
   spec.source_language = file.tokenizer().source_language == LanguagePlacement::SourceSuffix
                              ? SourceLanguagePlacement::Suffix
                              : SourceLanguagePlacement::Prefix;
+  if (const std::optional<PromptFraming>& framing = file.tokenizer().prompt) {
+    spec.special_ids.bos = file.config().bos_id;
+    spec.prompt = PromptSpec{framing->add_bos, prompt_space_prefix(framing->space_prefix)};
+  }
   return spec;
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Converts a Hugging Face translation checkpoint into a seqtrans model file (format version 2).
+"""Converts a Hugging Face checkpoint (translation or Llama-family) into a seqtrans model file (format version 3).
 
 Usage: convert_hf.py CHECKPOINT_DIR OUTPUT_FILE [--dtype fp32|fp16]
 
@@ -8,6 +8,8 @@ The family comes from config.json (architectures, else model_type):
   M2M100ForConditionalGeneration   M2M-100 (sentencepiece.bpe.model + vocab.json) and NLLB-200
                                    (sentencepiece.bpe.model + tokenizer.json)
   MBartForConditionalGeneration    mBART-50 (sentencepiece.bpe.model + tokenizer.json)
+  LlamaForCausalLM                 Llama-2, TinyLlama: decoder-only (tokenizer.model + tokenizer.json)
+  MistralForCausalLM               Mistral without a sliding window (sliding_window null or >= max positions)
 Weights: model.safetensors, a sharded safetensors index, or pytorch_model.bin (needs torch). Tensor names
 and shapes follow proto/model.proto. Unsupported settings are refused with one line naming the setting.
 """
@@ -24,6 +26,8 @@ ARCHITECTURES = {
     "MarianMTModel": "marian",
     "M2M100ForConditionalGeneration": "m2m_100",
     "MBartForConditionalGeneration": "mbart",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
 }
 
 
@@ -55,6 +59,9 @@ def convert(checkpoint, output, dtype_name):
     if architecture == "MarianMTModel":
         import hf_marian
         header, tensors = hf_marian.convert(checkpoint, config, dtype_name)
+    elif architecture in ("LlamaForCausalLM", "MistralForCausalLM"):
+        import hf_llama
+        header, tensors = hf_llama.convert(checkpoint, config, dtype_name, architecture)
     else:
         import hf_fairseq
         header, tensors = hf_fairseq.convert(checkpoint, config, dtype_name, architecture)

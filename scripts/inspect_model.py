@@ -68,6 +68,9 @@ def print_tokenizer(tokenizer, count):
     else:
         print("  language_codes: none (a single language pair)")
     print(f"  source_language: {pb.LanguagePlacement.Name(tokenizer.source_language)}")
+    if tokenizer.space_prefix != pb.SPACE_PREFIX_UNSPECIFIED:
+        print(f"  prompt: {'BOS first' if tokenizer.add_bos else 'no BOS'}, space prefix "
+              f"{pb.SpacePrefix.Name(tokenizer.space_prefix)} (decoder-only)")
 
 
 def print_languages(header):

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -74,13 +75,21 @@ class FileChecker {
   const std::string& path_;
 };
 
-StackConfig read_stack(const proto::StackConfig& stack, const char* name, const FileChecker& check) {
+// A stack's shape; its heads must split `d_model` unless the file gives head_dim.
+StackConfig read_stack(const proto::StackConfig& stack, const char* name, uint32_t d_model, const FileChecker& check) {
   check.require(stack.num_layers() >= 1 && stack.num_layers() <= kMaxLayers, "config.{}.num_layers = {} is invalid",
                 name, stack.num_layers());
   check.require(stack.num_heads() >= 1 && stack.num_heads() <= 1024, "config.{}.num_heads = {} is invalid", name,
                 stack.num_heads());
   check.require(stack.ffn_dim() >= 1 && stack.ffn_dim() <= kMaxWidth * 8, "config.{}.ffn_dim = {} is invalid", name,
                 stack.ffn_dim());
+  check.require(stack.num_kv_heads() <= stack.num_heads() &&
+                    (stack.num_kv_heads() == 0 || stack.num_heads() % stack.num_kv_heads() == 0),
+                "config.{}.num_kv_heads = {} does not divide num_heads = {}", name, stack.num_kv_heads(),
+                stack.num_heads());
+  check.require(stack.head_dim() <= kMaxWidth, "config.{}.head_dim = {} is invalid", name, stack.head_dim());
+  check.require(stack.head_dim() > 0 || d_model % stack.num_heads() == 0,
+                "config.d_model = {} is not divisible by {}.num_heads = {}", d_model, name, stack.num_heads());
   StackConfig out;
   out.num_layers = static_cast<int>(stack.num_layers());
   out.num_heads = static_cast<int>(stack.num_heads());
@@ -88,31 +97,91 @@ StackConfig read_stack(const proto::StackConfig& stack, const char* name, const 
   out.pre_norm = stack.pre_norm();
   out.final_layer_norm = stack.final_layer_norm();
   out.embedding_layer_norm = stack.embedding_layer_norm();
+  out.num_kv_heads = static_cast<int>(stack.num_kv_heads());
+  out.head_dim = static_cast<int>(stack.head_dim());
   return out;
+}
+
+ModelKind read_kind(const proto::ModelConfig& config, uint32_t format_version, const FileChecker& check) {
+  switch (config.kind()) {
+    case proto::MODEL_KIND_UNSPECIFIED:
+      // Version 1 files predate the kind: all of them are encoder-decoder models. Later ones must say.
+      check.require(format_version == 1, "config.kind is missing (format_version {} files must set it)",
+                    format_version);
+      return ModelKind::EncoderDecoder;
+    case proto::ENCODER_DECODER: return ModelKind::EncoderDecoder;
+    case proto::DECODER_ONLY:
+      // The fields a decoder-only model needs (norm kind, rotary positions, ...) came with version 3.
+      check.require(format_version >= 3, "config.kind = DECODER_ONLY needs format_version 3 or later, got {}",
+                    format_version);
+      return ModelKind::DecoderOnly;
+    default: check.require(false, "config.kind = {} is not supported", static_cast<int>(config.kind()));
+  }
+  return ModelKind::EncoderDecoder;
+}
+
+// Absolute positions, or rotary ones (rope_theta), which no absolute encoding accompanies.
+void read_positions(const proto::ModelConfig& config, ModelConfig& out, const FileChecker& check) {
+  switch (config.position_encoding()) {
+    case proto::SINUSOIDAL_SPLIT: out.position_encoding = PositionEncoding::SinusoidalSplit; break;
+    case proto::LEARNED: out.position_encoding = PositionEncoding::Learned; break;
+    case proto::SINUSOIDAL_FAIRSEQ: out.position_encoding = PositionEncoding::SinusoidalFairseq; break;
+    case proto::ROTARY:
+      check.require(std::isfinite(config.rope_theta()) && config.rope_theta() > 1.0f,
+                    "config.rope_theta = {} is invalid (rotary positions need a base above 1)", config.rope_theta());
+      out.rope_theta = config.rope_theta();
+      break;
+    default:
+      check.require(false, "config.position_encoding = {} is not supported",
+                    static_cast<int>(config.position_encoding()));
+  }
+  check.require(config.rope_theta() == 0.0f || out.rope_theta.has_value(),
+                "config.rope_theta = {} is set, but config.position_encoding is not ROTARY", config.rope_theta());
+  check.require(config.max_positions() >= 2 && config.max_positions() <= kMaxPositions,
+                "config.max_positions = {} is invalid", config.max_positions());
+  out.max_positions = static_cast<int>(config.max_positions());
+  check.require(config.position_offset() <= 1024, "config.position_offset = {} is invalid", config.position_offset());
+  out.position_offset = static_cast<int>(config.position_offset());
+}
+
+// The encoder-decoder model implements none of the choices format version 3 added for decoder-only models:
+// a file that asks for one is refused here rather than run wrongly.
+void check_encoder_decoder_choices(const ModelConfig& config, const FileChecker& check) {
+  const auto require_unset = [&](bool unset, const char* what) {
+    check.require(unset, "config.{} is supported in decoder-only files only", what);
+  };
+  require_unset(config.norm == NormKind::LayerNorm, "norm = RMS_NORM");
+  require_unset(!config.rope_theta, "position_encoding = ROTARY");
+  require_unset(!config.gated_ffn, "gated_ffn");
+  require_unset(config.attention_bias, "no_attention_bias");
+  require_unset(config.ffn_bias, "no_ffn_bias");
+  for (const auto& [stack, name] : {std::pair{&config.encoder, "encoder"}, std::pair{&config.decoder, "decoder"}}) {
+    check.require(stack->num_kv_heads == 0 && stack->head_dim == 0,
+                  "config.{}.num_kv_heads and head_dim are supported in decoder-only files only", name);
+  }
+}
+
+// Rotary positions turn channel pairs (i, i + head_dim / 2) of a head.
+void check_decoder_only_shape(const ModelConfig& config, const FileChecker& check) {
+  check.require(!config.rope_theta || head_width(config, config.decoder) % 2 == 0,
+                "config.decoder.head_dim = {} is odd, but rotary positions turn channel pairs",
+                head_width(config, config.decoder));
+  check.require(!config.shared_embeddings, "config.shared_embeddings is set, but a decoder-only file has no source "
+                                           "embedding to share with");
 }
 
 ModelConfig read_config(const proto::ModelConfig& config, uint32_t format_version, const FileChecker& check) {
   ModelConfig out;
-  // Version 1 files predate the kind: all of them are encoder-decoder models. Later ones must say.
-  switch (config.kind()) {
-    case proto::MODEL_KIND_UNSPECIFIED:
-      check.require(format_version == 1, "config.kind is missing (format_version {} files must set it)",
-                    format_version);
-      out.kind = ModelKind::EncoderDecoder;
-      break;
-    case proto::ENCODER_DECODER: out.kind = ModelKind::EncoderDecoder; break;
-    case proto::DECODER_ONLY: out.kind = ModelKind::DecoderOnly; break;
-    default: check.require(false, "config.kind = {} is not supported", static_cast<int>(config.kind()));
-  }
+  out.kind = read_kind(config, format_version, check);
+  const bool decoder_only = out.kind == ModelKind::DecoderOnly;
   check.require(config.d_model() >= 1 && config.d_model() <= kMaxWidth, "config.d_model = {} is invalid",
                 config.d_model());
   out.d_model = static_cast<int>(config.d_model());
-  out.encoder = read_stack(config.encoder(), "encoder", check);
-  out.decoder = read_stack(config.decoder(), "decoder", check);
-  check.require(out.d_model % out.encoder.num_heads == 0, "config.d_model = {} is not divisible by encoder.num_heads = {}",
-                out.d_model, out.encoder.num_heads);
-  check.require(out.d_model % out.decoder.num_heads == 0, "config.d_model = {} is not divisible by decoder.num_heads = {}",
-                out.d_model, out.decoder.num_heads);
+  if (decoder_only)
+    check.require(!config.has_encoder(), "config.encoder is set, but a decoder-only file has no encoder");
+  else
+    out.encoder = read_stack(config.encoder(), "encoder", config.d_model(), check);
+  out.decoder = read_stack(config.decoder(), "decoder", config.d_model(), check);
   switch (config.activation()) {
     case proto::RELU: out.activation = Activation::Relu; break;
     case proto::GELU: out.activation = Activation::Gelu; break;
@@ -123,25 +192,27 @@ ModelConfig read_config(const proto::ModelConfig& config, uint32_t format_versio
   check.require(config.layer_norm_epsilon() > 0.0f && config.layer_norm_epsilon() < 1.0f,
                 "config.layer_norm_epsilon = {} is invalid", config.layer_norm_epsilon());
   out.layer_norm_epsilon = config.layer_norm_epsilon();
-  switch (config.position_encoding()) {
-    case proto::SINUSOIDAL_SPLIT: out.position_encoding = PositionEncoding::SinusoidalSplit; break;
-    case proto::LEARNED: out.position_encoding = PositionEncoding::Learned; break;
-    case proto::SINUSOIDAL_FAIRSEQ: out.position_encoding = PositionEncoding::SinusoidalFairseq; break;
-    default:
-      check.require(false, "config.position_encoding = {} is not supported",
-                    static_cast<int>(config.position_encoding()));
+  switch (config.norm()) {
+    case proto::NORM_KIND_UNSPECIFIED:  // files before version 3
+    case proto::LAYER_NORM: out.norm = NormKind::LayerNorm; break;
+    case proto::RMS_NORM: out.norm = NormKind::RmsNorm; break;
+    default: check.require(false, "config.norm = {} is not supported", static_cast<int>(config.norm()));
   }
-  check.require(config.max_positions() >= 2 && config.max_positions() <= kMaxPositions,
-                "config.max_positions = {} is invalid", config.max_positions());
-  out.max_positions = static_cast<int>(config.max_positions());
-  check.require(config.position_offset() <= 1024, "config.position_offset = {} is invalid", config.position_offset());
-  out.position_offset = static_cast<int>(config.position_offset());
+  read_positions(config, out, check);
   check.require(config.embedding_scale() > 0.0f, "config.embedding_scale = {} is invalid", config.embedding_scale());
   out.embedding_scale = config.embedding_scale();
   out.shared_embeddings = config.shared_embeddings();
   out.tied_output = config.tied_output();
-  check.require(config.source_vocab_size() >= 2 && config.source_vocab_size() <= kMaxVocab,
-                "config.source_vocab_size = {} is invalid", config.source_vocab_size());
+  out.gated_ffn = config.gated_ffn();
+  out.attention_bias = !config.no_attention_bias();
+  out.ffn_bias = !config.no_ffn_bias();
+  if (decoder_only) {
+    check.require(config.source_vocab_size() == 0, "config.source_vocab_size = {} is set, but a decoder-only file "
+                                                   "has no source vocabulary", config.source_vocab_size());
+  } else {
+    check.require(config.source_vocab_size() >= 2 && config.source_vocab_size() <= kMaxVocab,
+                  "config.source_vocab_size = {} is invalid", config.source_vocab_size());
+  }
   check.require(config.target_vocab_size() >= 2 && config.target_vocab_size() <= kMaxVocab,
                 "config.target_vocab_size = {} is invalid", config.target_vocab_size());
   out.source_vocab_size = static_cast<int>(config.source_vocab_size());
@@ -158,16 +229,51 @@ ModelConfig read_config(const proto::ModelConfig& config, uint32_t format_versio
   out.eos_id = check_id(config.eos_id(), "eos_id");
   out.unk_id = check_id(config.unk_id(), "unk_id");
   out.decoder_start_id = check_id(config.decoder_start_id(), "decoder_start_id");
-  check.require(config.eos_id() < config.source_vocab_size() && config.unk_id() < config.source_vocab_size(),
+  out.bos_id = check_id(config.bos_id(), "bos_id");
+  check.require(decoder_only ||
+                    (config.eos_id() < config.source_vocab_size() && config.unk_id() < config.source_vocab_size()),
                 "config.eos_id/unk_id are outside the source vocabulary of {}", config.source_vocab_size());
   out.output_bias = config.output_bias();
   for (uint32_t id : config.suppressed_ids()) out.suppressed_ids.push_back(check_id(id, "suppressed_ids"));
+  if (decoder_only)
+    check_decoder_only_shape(out, check);
+  else
+    check_encoder_decoder_choices(out, check);
   return out;
+}
+
+// A decoder-only file's prompt framing; an encoder-decoder file must leave it unset.
+std::optional<PromptFraming> read_prompt_framing(const proto::TokenizerConfig& tokenizer, const ModelConfig& config,
+                                                 const FileChecker& check) {
+  if (config.kind != ModelKind::DecoderOnly) {
+    check.require(tokenizer.space_prefix() == proto::SPACE_PREFIX_UNSPECIFIED && !tokenizer.add_bos(),
+                  "tokenizer.space_prefix and add_bos are for decoder-only files only");
+    return std::nullopt;
+  }
+  PromptFraming framing;
+  framing.add_bos = tokenizer.add_bos();
+  switch (tokenizer.space_prefix()) {
+    case proto::SPACE_PREFIX_FIRST: framing.space_prefix = SpacePrefix::First; break;
+    case proto::SPACE_PREFIX_ALWAYS: framing.space_prefix = SpacePrefix::Always; break;
+    case proto::SPACE_PREFIX_NEVER: framing.space_prefix = SpacePrefix::Never; break;
+    default:
+      check.require(false, "tokenizer.space_prefix = {} is not supported (a decoder-only file must set it)",
+                    static_cast<int>(tokenizer.space_prefix()));
+  }
+  return framing;
 }
 
 TokenizerConfig read_tokenizer(const proto::TokenizerConfig& tokenizer, const ModelConfig& config,
                                const FileChecker& check) {
-  check.require(!tokenizer.source_spm().empty(), "tokenizer.source_spm is empty");
+  if (config.kind == ModelKind::DecoderOnly) {
+    // A prompt and its continuation share the decoder's one vocabulary: the target side.
+    check.require(tokenizer.source_spm().empty() && tokenizer.source_vocab_size() == 0,
+                  "tokenizer.source_spm/source_vocab are set, but a decoder-only file has no source side");
+    check.require(tokenizer.language_codes_size() == 0, "tokenizer.language_codes are not supported in a "
+                                                         "decoder-only file");
+  } else {
+    check.require(!tokenizer.source_spm().empty(), "tokenizer.source_spm is empty");
+  }
   check.require(!tokenizer.target_spm().empty(), "tokenizer.target_spm is empty");
   check.require(tokenizer.source_vocab_size() == 0 || tokenizer.source_vocab_size() == config.source_vocab_size,
                 "tokenizer.source_vocab has {} pieces but config.source_vocab_size is {}",
@@ -199,6 +305,7 @@ TokenizerConfig read_tokenizer(const proto::TokenizerConfig& tokenizer, const Mo
   }
   check.require(out.language_codes.empty() == (out.source_language == LanguagePlacement::None),
                 "tokenizer.language_codes and tokenizer.source_language must be given together");
+  out.prompt = read_prompt_framing(tokenizer, config, check);
   return out;
 }
 

@@ -49,8 +49,11 @@ class ModelFile {
 
 // Format constants shared with scripts/seqtrans_file.py. Version 2 added config.kind (required from then
 // on), position offsets and language codes; version 1 files still load (as encoder-decoder models).
+// Version 3 added what decoder-only (Llama-family) models need: the norm kind, rotary positions, key/value
+// heads and head_dim, gated feed-forward, bias-free projections, the BOS id and prompt framing; each new
+// field's zero value means what older files do, so version 1 and 2 files load unchanged.
 inline constexpr char kModelMagic[8] = {'S', 'E', 'Q', 'T', 'R', 'N', 'S', '\0'};
-inline constexpr uint32_t kModelFormatVersion = 2;
+inline constexpr uint32_t kModelFormatVersion = 3;
 inline constexpr uint64_t kTensorAlignment = 64;
 
 }  // namespace seqtrans

@@ -8,26 +8,41 @@
 namespace seqtrans {
 namespace {
 
-void add_dense(std::vector<TensorSpec>& specs, const std::string& scope, int64_t in, int64_t out) {
+void add_dense(std::vector<TensorSpec>& specs, const std::string& scope, int64_t in, int64_t out, bool bias = true) {
   specs.push_back({scope + "/weight", {out, in}, TensorRole::Weight});
-  specs.push_back({scope + "/bias", {out}, TensorRole::Bias});
+  if (bias) specs.push_back({scope + "/bias", {out}, TensorRole::Bias});
 }
 
-void add_norm(std::vector<TensorSpec>& specs, const std::string& scope, int64_t width) {
+// A layer norm has a scale and a shift; an RMS norm only the scale.
+void add_norm(std::vector<TensorSpec>& specs, const std::string& scope, int64_t width, NormKind kind) {
   specs.push_back({scope + "/gamma", {width}, TensorRole::NormScale});
-  specs.push_back({scope + "/beta", {width}, TensorRole::NormShift});
+  if (kind == NormKind::LayerNorm) specs.push_back({scope + "/beta", {width}, TensorRole::NormShift});
 }
 
-void add_self_attention(std::vector<TensorSpec>& specs, const std::string& scope, int64_t d) {
-  add_dense(specs, scope + "/qkv", d, 3 * d);
+// Queries of every head, then keys and values of each key/value head, fused in one projection.
+void add_self_attention(std::vector<TensorSpec>& specs, const std::string& scope, const ModelConfig& config,
+                        const StackConfig& stack) {
+  const int64_t d = config.d_model, head = head_width(config, stack);
+  const int64_t queries = stack.num_heads * head, keys = key_value_heads(stack) * head;
+  add_dense(specs, scope + "/qkv", d, queries + 2 * keys, config.attention_bias);
+  add_dense(specs, scope + "/output", queries, d, config.attention_bias);
+  add_norm(specs, scope + "/norm", d, config.norm);
+}
+
+// A gated feed-forward's inner projection holds the gate's rows, then the up projection's.
+void add_ffn(std::vector<TensorSpec>& specs, const std::string& scope, const ModelConfig& config, int64_t ffn) {
+  const int64_t d = config.d_model;
+  add_dense(specs, scope + "/inner", d, config.gated_ffn ? 2 * ffn : ffn, config.ffn_bias);
+  add_dense(specs, scope + "/outer", ffn, d, config.ffn_bias);
+  add_norm(specs, scope + "/norm", d, config.norm);
+}
+
+void add_cross_attention(std::vector<TensorSpec>& specs, const std::string& scope, const ModelConfig& config) {
+  const int64_t d = config.d_model;
+  add_dense(specs, scope + "/query", d, d);
+  add_dense(specs, scope + "/kv", d, 2 * d);
   add_dense(specs, scope + "/output", d, d);
-  add_norm(specs, scope + "/norm", d);
-}
-
-void add_ffn(std::vector<TensorSpec>& specs, const std::string& scope, int64_t d, int64_t ffn) {
-  add_dense(specs, scope + "/inner", d, ffn);
-  add_dense(specs, scope + "/outer", ffn, d);
-  add_norm(specs, scope + "/norm", d);
+  add_norm(specs, scope + "/norm", d, config.norm);
 }
 
 }  // namespace
@@ -35,34 +50,33 @@ void add_ffn(std::vector<TensorSpec>& specs, const std::string& scope, int64_t d
 std::vector<TensorSpec> model_tensor_specs(const ModelConfig& config) {
   std::vector<TensorSpec> specs;
   const int64_t d = config.d_model;
+  const bool encoder_decoder = config.kind == ModelKind::EncoderDecoder;
   if (config.shared_embeddings) {
     specs.push_back({"shared/embedding", {config.source_vocab_size, d}, TensorRole::Embedding});
   } else {
-    specs.push_back({"encoder/embedding", {config.source_vocab_size, d}, TensorRole::Embedding});
+    if (encoder_decoder)
+      specs.push_back({"encoder/embedding", {config.source_vocab_size, d}, TensorRole::Embedding});
     specs.push_back({"decoder/embedding", {config.target_vocab_size, d}, TensorRole::Embedding});
   }
-  if (config.position_encoding == PositionEncoding::Learned) {
+  std::vector<std::pair<const StackConfig*, std::string>> stacks;
+  if (encoder_decoder) stacks.emplace_back(&config.encoder, "encoder");
+  stacks.emplace_back(&config.decoder, "decoder");
+  if (config.position_encoding == PositionEncoding::Learned && !config.rope_theta) {
     const int64_t rows = int64_t{config.max_positions} + config.position_offset;
-    specs.push_back({"encoder/position_embedding", {rows, d}, TensorRole::Embedding});
-    specs.push_back({"decoder/position_embedding", {rows, d}, TensorRole::Embedding});
+    for (const auto& [stack, name] : stacks)
+      specs.push_back({name + "/position_embedding", {rows, d}, TensorRole::Embedding});
   }
-  for (const auto& [stack, name] : {std::pair{&config.encoder, "encoder"}, std::pair{&config.decoder, "decoder"}}) {
-    if (stack->embedding_layer_norm) add_norm(specs, std::string(name) + "/embedding_norm", d);
-    if (stack->final_layer_norm) add_norm(specs, std::string(name) + "/final_norm", d);
+  for (const auto& [stack, name] : stacks) {
+    if (stack->embedding_layer_norm) add_norm(specs, name + "/embedding_norm", d, config.norm);
+    if (stack->final_layer_norm) add_norm(specs, name + "/final_norm", d, config.norm);
   }
-  for (int i = 0; i < config.encoder.num_layers; ++i) {
-    const std::string scope = "encoder/layer_" + std::to_string(i);
-    add_self_attention(specs, scope + "/self_attention", d);
-    add_ffn(specs, scope + "/ffn", d, config.encoder.ffn_dim);
-  }
-  for (int i = 0; i < config.decoder.num_layers; ++i) {
-    const std::string scope = "decoder/layer_" + std::to_string(i);
-    add_self_attention(specs, scope + "/self_attention", d);
-    add_dense(specs, scope + "/cross_attention/query", d, d);
-    add_dense(specs, scope + "/cross_attention/kv", d, 2 * d);
-    add_dense(specs, scope + "/cross_attention/output", d, d);
-    add_norm(specs, scope + "/cross_attention/norm", d);
-    add_ffn(specs, scope + "/ffn", d, config.decoder.ffn_dim);
+  for (const auto& [stack, name] : stacks) {
+    for (int i = 0; i < stack->num_layers; ++i) {
+      const std::string scope = name + "/layer_" + std::to_string(i);
+      add_self_attention(specs, scope + "/self_attention", config, *stack);
+      if (encoder_decoder && stack == &config.decoder) add_cross_attention(specs, scope + "/cross_attention", config);
+      add_ffn(specs, scope + "/ffn", config, stack->ffn_dim);
+    }
   }
   if (!config.tied_output)
     specs.push_back({"decoder/output/weight", {config.target_vocab_size, d}, TensorRole::Weight});

@@ -1,4 +1,4 @@
-// Every tensor an encoder-decoder model of a given config holds: scoped names and shapes, in one place
+// Every tensor a model of a given config holds (encoder-decoder or decoder-only): scoped names and shapes, in one place
 // (proto/model.proto documents the same list). Used to build random models and test files.
 #pragma once
 

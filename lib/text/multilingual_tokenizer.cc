@@ -84,9 +84,4 @@ bool MultilingualTokenizer::truncate_source(std::vector<int32_t>& ids, size_t ma
   return true;
 }
 
-std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& spec) {
-  if (spec.language_codes.empty()) return std::make_unique<SentencePieceTokenizer>(spec);
-  return std::make_unique<MultilingualTokenizer>(spec);
-}
-
 }  // namespace seqtrans

@@ -5,6 +5,7 @@
 #include <sentencepiece_processor.h>
 
 #include "core/error.h"
+#include "text/special_pieces.h"
 
 namespace seqtrans {
 namespace {
@@ -52,42 +53,6 @@ size_t language_code_length(std::string_view text) {
   if (text.substr(0, 2) != ">>") return 0;
   const size_t end = text.find("<<");
   return end == std::string_view::npos ? 0 : end + 2;
-}
-
-// A stretch of a line up to (not including) a special piece, and that piece's id (-1 after the last).
-struct LinePart {
-  std::string_view text;
-  int32_t special_id = -1;
-};
-
-// Cuts `text` at every occurrence of a special piece, leftmost first and the longest on a tie, as HF's
-// added-token trie does. Each piece's next occurrence is searched from where its last search ended, so
-// the split stays linear in the line even when it is full of special pieces.
-std::vector<LinePart> split_at_special_pieces(
-    std::string_view text, const std::vector<std::pair<std::string, int32_t>>& special_pieces) {
-  std::vector<size_t> next_at;
-  for (const auto& special : special_pieces) next_at.push_back(text.find(special.first));
-  std::vector<LinePart> parts;
-  size_t cursor = 0;
-  while (true) {
-    size_t found_at = std::string_view::npos;
-    const std::pair<std::string, int32_t>* found = nullptr;
-    for (size_t k = 0; k < special_pieces.size(); ++k) {
-      const std::string& piece = special_pieces[k].first;
-      if (next_at[k] != std::string_view::npos && next_at[k] < cursor) next_at[k] = text.find(piece, cursor);
-      if (next_at[k] == std::string_view::npos) continue;
-      if (next_at[k] < found_at || (next_at[k] == found_at && piece.size() > found->first.size())) {
-        found_at = next_at[k];
-        found = &special_pieces[k];
-      }
-    }
-    if (!found) {
-      parts.push_back({text.substr(cursor), -1});
-      return parts;
-    }
-    parts.push_back({text.substr(cursor, found_at - cursor), found->second});
-    cursor = found_at + found->first.size();
-  }
 }
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {

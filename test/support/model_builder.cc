@@ -42,7 +42,82 @@ ModelConfig tiny_config(const TinyModelShape& shape) {
   return config;
 }
 
+// The config's tensors (names from the library, so test files and the loader never disagree), random.
+void add_random_tensors(ModelImage& image, const ModelConfig& config, float spread, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (const TensorSpec& spec : model_tensor_specs(config)) {
+    proto::TensorEntry* entry = image.header.add_tensors();
+    entry->set_name(spec.name);
+    entry->set_dtype(proto::FP32);
+    for (int64_t extent : spec.shape) entry->add_shape(static_cast<uint64_t>(extent));
+    const float mean = spec.role == TensorRole::NormScale ? 1.0f : 0.0f;
+    image.tensor_bytes.push_back(random_bytes(spec.shape, mean, spread, rng));
+    entry->set_size(image.tensor_bytes.back().size());
+  }
+}
+
+ModelConfig tiny_llama_config(const TinyLlamaShape& shape) {
+  ModelConfig config;
+  config.kind = ModelKind::DecoderOnly;
+  config.d_model = shape.d_model;
+  config.decoder = {shape.layers, shape.heads, shape.ffn, true, true, false, shape.kv_heads, shape.head_dim};
+  config.activation = Activation::Swish;
+  config.norm = NormKind::RmsNorm;
+  config.rope_theta = shape.rope_theta;
+  config.max_positions = shape.max_positions;
+  config.shared_embeddings = false;
+  config.tied_output = shape.tied_output;
+  config.target_vocab_size = shape.vocab;
+  config.gated_ffn = true;
+  config.attention_bias = config.ffn_bias = false;
+  config.unk_id = 0;
+  config.bos_id = config.decoder_start_id = 1;
+  config.eos_id = config.pad_id = 2;
+  return config;
+}
+
 }  // namespace
+
+ModelImage make_tiny_llama_model(const TinyLlamaShape& shape) {
+  const ModelConfig config = tiny_llama_config(shape);
+  ModelImage image;
+  proto::ModelHeader& header = image.header;
+  header.set_format_version(3);
+  header.set_description("random decoder-only test model");
+  proto::ModelConfig* out = header.mutable_config();
+  out->set_kind(proto::DECODER_ONLY);
+  out->set_d_model(config.d_model);
+  proto::StackConfig* stack = out->mutable_decoder();
+  stack->set_num_layers(config.decoder.num_layers);
+  stack->set_num_heads(config.decoder.num_heads);
+  stack->set_num_kv_heads(config.decoder.num_kv_heads);
+  stack->set_head_dim(config.decoder.head_dim);
+  stack->set_ffn_dim(config.decoder.ffn_dim);
+  stack->set_pre_norm(true);
+  stack->set_final_layer_norm(true);
+  out->set_activation(proto::SWISH);
+  out->set_norm(proto::RMS_NORM);
+  out->set_layer_norm_epsilon(1e-5f);
+  out->set_position_encoding(proto::ROTARY);
+  out->set_rope_theta(shape.rope_theta);
+  out->set_max_positions(config.max_positions);
+  out->set_embedding_scale(1.0f);
+  out->set_tied_output(config.tied_output);
+  out->set_target_vocab_size(config.target_vocab_size);
+  out->set_gated_ffn(true);
+  out->set_no_attention_bias(true);
+  out->set_no_ffn_bias(true);
+  out->set_unk_id(config.unk_id);
+  out->set_bos_id(config.bos_id);
+  out->set_decoder_start_id(config.decoder_start_id);
+  out->set_eos_id(config.eos_id);
+  out->set_pad_id(config.pad_id);
+  header.mutable_tokenizer()->set_target_spm("not a real sentencepiece model");
+  header.mutable_tokenizer()->set_add_bos(true);
+  header.mutable_tokenizer()->set_space_prefix(proto::SPACE_PREFIX_FIRST);
+  add_random_tensors(image, config, shape.weight_spread, shape.seed);
+  return image;
+}
 
 ModelImage make_tiny_model(const TinyModelShape& shape) {
   const ModelConfig config = tiny_config(shape);
@@ -75,17 +150,7 @@ ModelImage make_tiny_model(const TinyModelShape& shape) {
   header.mutable_tokenizer()->set_source_spm("not a real sentencepiece model");
   header.mutable_tokenizer()->set_target_spm("not a real sentencepiece model");
 
-  // The tensor list comes from the library, so test files and the loader never disagree on names.
-  std::mt19937 rng(shape.seed);
-  for (const TensorSpec& spec : model_tensor_specs(config)) {
-    proto::TensorEntry* entry = header.add_tensors();
-    entry->set_name(spec.name);
-    entry->set_dtype(proto::FP32);
-    for (int64_t extent : spec.shape) entry->add_shape(static_cast<uint64_t>(extent));
-    const float mean = spec.role == TensorRole::NormScale ? 1.0f : 0.0f;
-    image.tensor_bytes.push_back(random_bytes(spec.shape, mean, shape.weight_spread, rng));
-    entry->set_size(image.tensor_bytes.back().size());
-  }
+  add_random_tensors(image, config, shape.weight_spread, shape.seed);
   return image;
 }
 

@@ -1,11 +1,14 @@
 // The model reader accepts a valid file and turns every kind of damage into one-line Errors.
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <set>
 
 #include "catch.h"
 #include "models/encoder_decoder_model.h"
 #include "models/model_file.h"
+#include "models/tensor_specs.h"
 #include "support/model_builder.h"
 
 using namespace seqtrans;
@@ -163,7 +166,7 @@ TEST_CASE("wrong shapes, missing tensors and absurd config values are refused", 
     image.header.mutable_config()->set_eos_id(23);
     CHECK(open_error(write_image(image)).find("eos_id") != std::string::npos);
     image = make_tiny_model({});
-    image.header.set_format_version(3);
+    image.header.set_format_version(kModelFormatVersion + 1);
     CHECK(open_error(write_image(image)).find("format_version") != std::string::npos);
   }
 }
@@ -174,8 +177,120 @@ TEST_CASE("format versions: version 1 files are encoder-decoder models, later on
   CHECK(ModelFile::open(write_image(image)).config().kind == ModelKind::EncoderDecoder);
   image.header.set_format_version(2);
   CHECK(open_error(write_image(image)).find("config.kind is missing") != std::string::npos);
-  image.header.mutable_config()->set_kind(proto::DECODER_ONLY);
-  CHECK(ModelFile::open(write_image(image)).config().kind == ModelKind::DecoderOnly);
+  image.header.mutable_config()->set_kind(proto::ENCODER_DECODER);
+  CHECK(ModelFile::open(write_image(image)).config().kind == ModelKind::EncoderDecoder);
+  // Decoder-only files came with version 3: the fields they need did not exist before.
+  ModelImage llama = make_tiny_llama_model({});
+  CHECK(ModelFile::open(write_image(llama)).config().kind == ModelKind::DecoderOnly);
+  llama.header.set_format_version(2);
+  CHECK(open_error(write_image(llama)).find("DECODER_ONLY needs format_version 3") != std::string::npos);
+}
+
+TEST_CASE("a decoder-only (Llama) file's fields are read", "[model_file]") {
+  TinyLlamaShape shape;
+  shape.head_dim = 6;  // not d_model / heads, as HF's head_dim allows
+  const ModelImage image = make_tiny_llama_model(shape);
+  const ModelFile file = ModelFile::open(write_image(image));
+  const ModelConfig& config = file.config();
+  CHECK(config.kind == ModelKind::DecoderOnly);
+  CHECK(config.norm == NormKind::RmsNorm);
+  CHECK(config.rope_theta == 10000.0f);
+  CHECK(config.gated_ffn);
+  CHECK_FALSE(config.attention_bias);
+  CHECK_FALSE(config.ffn_bias);
+  CHECK_FALSE(config.tied_output);
+  CHECK(config.bos_id == 1);
+  CHECK(config.source_vocab_size == 0);
+  CHECK(config.encoder.num_layers == 0);
+  CHECK(config.decoder.num_kv_heads == 2);
+  CHECK(key_value_heads(config.decoder) == 2);
+  CHECK(head_width(config, config.decoder) == 6);
+  REQUIRE(file.tokenizer().prompt.has_value());
+  CHECK(file.tokenizer().prompt->add_bos);
+  CHECK(file.tokenizer().prompt->space_prefix == SpacePrefix::First);
+  // Fused projections: 4 query heads and 2 key and 2 value heads of 6 channels; gate and up rows.
+  CHECK(file.tensor("decoder/layer_1/self_attention/qkv/weight", {(4 + 2 * 2) * 6, 16}).elements() > 0);
+  CHECK(file.tensor("decoder/layer_1/self_attention/output/weight", {16, 4 * 6}).elements() > 0);
+  CHECK(file.tensor("decoder/layer_0/ffn/inner/weight", {2 * 24, 16}).elements() > 0);
+  CHECK(file.tensor("decoder/layer_0/ffn/outer/weight", {16, 24}).elements() > 0);
+  CHECK(file.tensor("decoder/final_norm/gamma", {16}).elements() > 0);
+  CHECK(file.tensor("decoder/output/weight", {23, 16}).elements() > 0);
+  CHECK_FALSE(file.has_tensor("decoder/final_norm/beta"));
+  CHECK_FALSE(file.has_tensor("decoder/layer_0/self_attention/qkv/bias"));
+  CHECK_FALSE(file.has_tensor("decoder/layer_0/ffn/inner/bias"));
+  CHECK_FALSE(file.has_tensor("shared/embedding"));
+  CHECK(file.has_tensor("decoder/embedding"));
+}
+
+TEST_CASE("decoder-only tensor specs follow the bias, norm and tying flags", "[model_file]") {
+  ModelConfig config = ModelFile::open(write_image(make_tiny_llama_model({}))).config();
+  const auto names = [](const ModelConfig& of) {
+    std::set<std::string> out;
+    for (const TensorSpec& spec : model_tensor_specs(of)) out.insert(spec.name);
+    return out;
+  };
+  CHECK(names(config).size() == 1 + 2 * 6 + 1 + 1);  // embedding, 6 per layer, final norm, output
+  config.attention_bias = config.ffn_bias = true;
+  config.norm = NormKind::LayerNorm;
+  config.tied_output = true;
+  const std::set<std::string> with_biases = names(config);
+  CHECK(with_biases.count("decoder/layer_0/self_attention/qkv/bias") == 1);
+  CHECK(with_biases.count("decoder/layer_0/self_attention/output/bias") == 1);
+  CHECK(with_biases.count("decoder/layer_0/ffn/inner/bias") == 1);
+  CHECK(with_biases.count("decoder/layer_0/ffn/outer/bias") == 1);
+  CHECK(with_biases.count("decoder/final_norm/beta") == 1);
+  CHECK(with_biases.count("decoder/output/weight") == 0);
+  CHECK(with_biases.count("decoder/layer_0/cross_attention/query/weight") == 0);
+}
+
+TEST_CASE("inconsistent decoder-only files and decoder-only choices in encoder-decoder files are refused",
+          "[model_file]") {
+  const auto refused = [](const std::function<void(proto::ModelHeader&)>& damage, bool llama) {
+    ModelImage image = llama ? make_tiny_llama_model({}) : make_tiny_model({});
+    image.header.set_format_version(3);
+    if (!llama) image.header.mutable_config()->set_kind(proto::ENCODER_DECODER);
+    damage(image.header);
+    return open_error(write_image(image));
+  };
+  SECTION("decoder-only") {
+    CHECK(refused([](auto& h) { h.mutable_config()->mutable_encoder()->set_num_layers(2); }, true)
+              .find("has no encoder") != std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->set_source_vocab_size(23); }, true)
+              .find("no source vocabulary") != std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_tokenizer()->set_source_spm("x"); }, true).find("no source side") !=
+          std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->set_rope_theta(0.5f); }, true).find("config.rope_theta = 0.5") !=
+          std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->set_position_encoding(proto::LEARNED); }, true)
+              .find("not ROTARY") != std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->mutable_decoder()->set_num_kv_heads(3); }, true)
+              .find("num_kv_heads = 3") != std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->mutable_decoder()->set_head_dim(5); }, true)
+              .find("head_dim = 5 is odd") != std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->set_bos_id(23); }, true).find("bos_id = 23") !=
+          std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_tokenizer()->set_space_prefix(proto::SPACE_PREFIX_UNSPECIFIED); }, true)
+              .find("tokenizer.space_prefix") != std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->set_norm(static_cast<proto::NormKind>(7)); }, true)
+              .find("config.norm = 7") != std::string::npos);
+  }
+  SECTION("encoder-decoder") {
+    CHECK(refused([](auto& h) { h.mutable_config()->set_norm(proto::RMS_NORM); }, false)
+              .find("norm = RMS_NORM is supported in decoder-only files only") != std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->set_gated_ffn(true); }, false).find("gated_ffn") !=
+          std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_config()->mutable_decoder()->set_num_kv_heads(1); }, false)
+              .find("decoder.num_kv_heads") != std::string::npos);
+    CHECK(refused(
+              [](auto& h) {
+                h.mutable_config()->set_position_encoding(proto::ROTARY);
+                h.mutable_config()->set_rope_theta(10000.0f);
+              },
+              false)
+              .find("ROTARY") != std::string::npos);
+    CHECK(refused([](auto& h) { h.mutable_tokenizer()->set_space_prefix(proto::SPACE_PREFIX_FIRST); }, false)
+              .find("decoder-only files only") != std::string::npos);
+  }
 }
 
 TEST_CASE("language codes and position offsets are read and checked", "[model_file]") {
