@@ -103,7 +103,7 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   lap(startup_.device);
   options_.model.device = options_.device;
   options_.model.dtype = options_.dtype;
-  model_ = std::make_unique<EncoderDecoderModel>(*file_, options_.model);
+  model_ = make_engine_model(*file_, options_.model);
   lap(startup_.weights);
   tokenizer_ = tokenizer.get();
   // Languages given are checked now; a multilingual model may also get them per call (Python), so their

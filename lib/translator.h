@@ -161,7 +161,7 @@ class Translator {
   std::unique_ptr<ModelFile> file_;
   StartupTimes startup_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<EncoderDecoderModel> model_;
+  std::unique_ptr<EngineModel> model_;
   SettingSources setting_sources_;
   // The running decode, kept for the translator's life: its pools and recorded step graphs serve every
   // call.

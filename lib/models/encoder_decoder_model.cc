@@ -35,19 +35,6 @@ enum StepInput {
 // GEMMs already fill the GPU) and only raises the peak.
 constexpr size_t kEncoderPassTokens = 8192;
 
-// Self-attention cache blocks for a run's bounds (the pool grows by half when sentences need more): every
-// slot's whole output when the outputs' bound is known (one batch); else outputs as long as their sources,
-// each slot holding its sentence's source in blocks, one of them partly empty (the same pools for both
-// batching modes at one budget: newstest2014 at 256 sentences / 16,384 tokens, 5,120 blocks); else 32
-// positions a slot.
-int64_t reserved_blocks(const DecoderReservation& reservation, int64_t rows) {
-  const auto blocks_for = [](int64_t positions) { return (positions + kBlockPositions - 1) / kBlockPositions; };
-  if (reservation.target_length > 0) return rows * blocks_for(reservation.target_length);
-  if (reservation.source_tokens > 0 && reservation.sentences > 0)
-    return blocks_for(reservation.source_tokens * reservation.slots / reservation.sentences) + rows;
-  return rows * blocks_for(kInitialCacheCapacity);
-}
-
 void require_supported(const ModelFile& file, const ModelConfig& config) {
   SEQTRANS_CHECK(config.kind == ModelKind::EncoderDecoder, "model file '{}' holds a decoder-only model, not an "
                  "encoder-decoder translation model", file.path());
@@ -108,7 +95,7 @@ class EncoderDecoderState : public DecoderState {
 };
 
 EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptions& options)
-    : config_(file.config()), options_(options) {
+    : PooledModel(options), config_(file.config()) {
   require_supported(file, config_);
   SEQTRANS_CHECK(options.device == Device::CUDA || options.dtype == DataType::F32,
                  "the CPU backend computes in fp32 only");
@@ -240,8 +227,7 @@ Tensor EncoderDecoderModel::encode_joining(const std::vector<std::vector<int32_t
 }
 
 std::unique_ptr<DecoderState> EncoderDecoderModel::start() {
-  const bool graphs = options_.tuning.cuda_graphs && options_.tuning.fused_output;
-  return std::make_unique<EncoderDecoderState>(config_, options_, graphs, &step_counts_);
+  return std::make_unique<EncoderDecoderState>(config_, options_, graphs_allowed(), &step_counts_);
 }
 
 void EncoderDecoderModel::reserve(DecoderState& base_state, const DecoderReservation& reservation) const {
@@ -312,9 +298,11 @@ void EncoderDecoderModel::encode_into_memory(EncoderDecoderState& state, const s
   }
 }
 
-void EncoderDecoderModel::release_cached(DecoderState& state) const {
-  static_cast<EncoderDecoderState&>(state).runner.drop_graphs();
+EncoderDecoderState& EncoderDecoderModel::state_of(DecoderState& state) {
+  return static_cast<EncoderDecoderState&>(state);
 }
+
+StepRunner& EncoderDecoderModel::runner(DecoderState& state) const { return state_of(state).runner; }
 
 RowPool& EncoderDecoderModel::row_pool(DecoderState& state) const { return static_cast<EncoderDecoderState&>(state).rows; }
 
@@ -412,60 +400,6 @@ void EncoderDecoderModel::decode_and_select(DecoderState& base_state, int64_t ro
     output_head_.select(decoded.x,
                         OutputSelection{k, &state.runner.suppressed(), repetitions, &state.runner.sampling_rows()},
                         values, ids);
-}
-
-Tensor EncoderDecoderModel::step(DecoderState& base_state, const std::vector<int32_t>& input_ids) {
-  auto& state = static_cast<EncoderDecoderState&>(base_state);
-  const int64_t rows = state.runner.prepare_step(*this, state, input_ids, /*graph=*/false);
-  const Tensor x = decode(state, rows).x;
-  state.rows.advance();
-  const ProfileScope profile("output layer");
-  Tensor result = output_head_.logits_with_bias(x);
-  if (result.device() != Device::CPU) result = result.to(Device::CPU);
-  return result;
-}
-
-void EncoderDecoderModel::step_candidates(DecoderState& base_state, const std::vector<int32_t>& input_ids,
-                                          const CandidateRequest& request, StepCandidates& candidates) {
-  if (!options_.tuning.fused_output) {
-    StepModel::step_candidates(base_state, input_ids, request, candidates);
-    return;
-  }
-  auto& state = static_cast<EncoderDecoderState&>(base_state);
-  candidates.slots = state.slots();
-  candidates.k = request.k;
-  state.runner.fused_step(*this, state, input_ids,
-                          OutputRequest{request.k, &request.suppressed_ids, &request.repetitions, nullptr},
-                          candidates.log_probs, candidates.ids);
-}
-
-int EncoderDecoderModel::steps_per_read() const {
-  if (!options_.tuning.fused_output) return 1;
-  if (options_.tuning.steps_per_read == kStepsPerReadAuto) return options_.device == Device::CUDA ? kGreedyStepsPerRead : 1;
-  return std::max(options_.tuning.steps_per_read, 1);
-}
-
-void EncoderDecoderModel::step_candidates_run(DecoderState& base_state, const std::vector<int32_t>& input_ids,
-                                              const std::vector<CandidateRequest>& requests,
-                                              std::vector<StepCandidates>& candidates) {
-  if (!options_.tuning.fused_output || requests.size() <= 1) {
-    StepModel::step_candidates_run(base_state, input_ids, requests, candidates);
-    return;
-  }
-  auto& state = static_cast<EncoderDecoderState&>(base_state);
-  state.runner.steps_at_once(*this, state, input_ids, requests, candidates);
-}
-
-void EncoderDecoderModel::step_samples(DecoderState& base_state, const std::vector<int32_t>& input_ids,
-                                       const SampleRequest& request, StepSamples& samples) {
-  if (!options_.tuning.fused_output) {
-    StepModel::step_samples(base_state, input_ids, request, samples);
-    return;
-  }
-  auto& state = static_cast<EncoderDecoderState&>(base_state);
-  state.runner.fused_step(*this, state, input_ids,
-                          OutputRequest{kSampled, &request.suppressed_ids, &request.repetitions, &request.rows},
-                          samples.log_probs, samples.ids);
 }
 
 void EncoderDecoderModel::select(DecoderState& base_state, const std::vector<int32_t>& sources) {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "layers/transformer.h"
-#include "models/engine_tuning.h"
+#include "models/pooled_model.h"
 #include "models/model_file.h"
 #include "models/output_head.h"
 #include "models/step_runner.h"
@@ -13,16 +13,10 @@
 
 namespace seqtrans {
 
-struct ModelOptions {
-  Device device = Device::CPU;
-  DataType dtype = DataType::F32;  // compute and weight type on the device
-  EngineTuning tuning;             // the speed ideas, each switchable (the benchmark's ablations)
-};
-
 class EncoderDecoderState;
 
 // Its StepSource side is what the shared step runner drives (models/step_runner.h).
-class EncoderDecoderModel : public StepModel, private StepSource {
+class EncoderDecoderModel : public PooledModel {
  public:
   EncoderDecoderModel(const ModelFile& file, const ModelOptions& options);
 
@@ -39,19 +33,7 @@ class EncoderDecoderModel : public StepModel, private StepSource {
   std::unique_ptr<DecoderState> start() override;
   void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& sources) override;
   void reserve(DecoderState& state, const DecoderReservation& reservation) const override;
-  void release_cached(DecoderState& state) const override;
-  Tensor step(DecoderState& state, const std::vector<int32_t>& input_ids) override;
-  void step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids, const CandidateRequest& request,
-                       StepCandidates& candidates) override;
-  void step_samples(DecoderState& state, const std::vector<int32_t>& input_ids, const SampleRequest& request,
-                    StepSamples& samples) override;
-  void step_candidates_run(DecoderState& state, const std::vector<int32_t>& input_ids,
-                           const std::vector<CandidateRequest>& requests,
-                           std::vector<StepCandidates>& candidates) override;
-  int steps_per_read() const override;
   void select(DecoderState& state, const std::vector<int32_t>& sources) override;
-
-  const StepCounts& step_counts() const { return step_counts_; }
 
   // Encoder output for a batch: padded to the longest source, [b, t, d] (encode_tensor; positions past a
   // source's length are junk), or packed without padding, the sources' tokens one after another, [n, d]
@@ -82,6 +64,12 @@ class EncoderDecoderModel : public StepModel, private StepSource {
   bool persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs, const Tensor& reorder,
                          const ops::PersistentGreedyOutput* greedy, bool& selected) const;
 
+  // PooledModel
+  StepRunner& runner(DecoderState& state) const override;
+  Tensor hidden_rows(DecoderState& state, int64_t rows) const override { return decode(state_of(state), rows).x; }
+  const OutputHead& output_head() const override { return output_head_; }
+  static EncoderDecoderState& state_of(DecoderState& state);
+
   // StepSource
   RowPool& row_pool(DecoderState& state) const override;
   int64_t layout(DecoderState& state) const override;
@@ -91,7 +79,6 @@ class EncoderDecoderModel : public StepModel, private StepSource {
                          Tensor& values, Tensor& ids) const override;
 
   ModelConfig config_;
-  ModelOptions options_;
   Tensor source_embedding_;  // [V_src, d]
   Tensor target_embedding_;  // [V_tgt, d]
   // [max_positions + position_offset, d]: learned positions, or fairseq sinusoids evaluated once (both read
@@ -102,8 +89,6 @@ class EncoderDecoderModel : public StepModel, private StepSource {
   StackNorms source_norms_;  // around the encoder: after its embeddings, after its last layer
   StackNorms target_norms_;  // around the decoder
   OutputHead output_head_;   // the output weight [V_tgt, d] (the target embedding when tied) and bias
-  // Statistics only (how steps ran, summed over every state); a step changes nothing else in the model.
-  mutable StepCounts step_counts_;
   std::vector<EncoderLayer> encoder_layers_;
   std::vector<DecoderLayer> decoder_layers_;
 };

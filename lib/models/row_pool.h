@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "search/step_model.h"
 
 namespace seqtrans {
 
@@ -20,6 +21,9 @@ inline constexpr int64_t kInitialCacheCapacity = 32;
 int64_t row_bucket(int64_t slots);
 // The smallest of start, 2 start, 4 start, ... that reaches `needed`, capped at `limit` (if positive).
 int64_t doubled_to(int64_t start, int64_t needed, int64_t limit);
+
+// Self-attention cache blocks to reserve for a run's bounds with `rows` history rows.
+int64_t reserved_blocks(const DecoderReservation& reservation, int64_t rows);
 
 // Slots belong to sequences (a sentence and its beams, or a prompt), each in a sequence row. A sequence
 // owns lanes, one per slot it has had at once; its k-th slot writes position p into block p / B of lane k,
@@ -61,15 +65,23 @@ class RowPool {
   void grow_blocks(int64_t blocks);
   // `count` more sequence rows, free.
   void grow_sequence_rows(int64_t count);
-  // A free sequence row, now taken (grow_sequence_rows first when none is free).
+  // A free sequence row, now taken with one empty lane (grow_sequence_rows first when none is free).
   int32_t take_sequence_row();
-  // Rows taken but never joined (an admission that failed) go back.
+  // Rows taken but never joined (an admission that failed) go back, with any blocks their lanes took.
   void give_back_sequence_rows(const std::vector<int32_t>& rows);
-  // A new slot at position 0 for the sequence in `row`, continuing nothing, in its first lane.
-  void join(int32_t row);
+  // A new slot for the sequence in `row`, continuing nothing, in its first lane, at `position`: 0, or past
+  // a prompt whose keys are already in that lane's blocks and in history row slots() (prefill).
+  void join(int32_t row, int32_t position = 0);
+  // The block that lane `lane` of the sequence in `row` writes `position` into, taken from the free list
+  // when the lane needs a new one (the pool grows by half when none is free).
+  int32_t block_at(int32_t row, int32_t lane, int32_t position);
+  // Applies the pending reorder to the history on the device (each slot's row then holds the keys of the
+  // slot it continues), so that the rows past the slots are free to write before the next step (a prefill).
+  void settle_reorder();
+  // History row `row` holds `length` positions written outside a step (a prefill): growing keeps them.
+  void note_history(int64_t row, int32_t length);
 
-  // The block each slot writes at its position, into `blocks`, taken from the free list when its lane
-  // needs a new one (the pool grows by half when none is free).
+  // The block each slot writes at its position (block_at), into `blocks`.
   void assign_blocks();
   // What the step's history rows hold written after it (their key lengths, [rows]): growing the history
   // copies only that.
@@ -89,7 +101,6 @@ class RowPool {
   static int64_t room_needed(int64_t new_slots, int64_t new_positions);
 
  private:
-  int32_t block_for(int32_t row, int32_t lane, int32_t position);
   int32_t take_free_block();
 
   Device device_ = Device::CPU;

@@ -1,0 +1,65 @@
+#include "layers/causal_layer.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace seqtrans {
+
+CausalLayer::CausalLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
+    : num_heads_(config.decoder.num_heads),
+      num_kv_heads_(key_value_heads(config.decoder)),
+      head_dim_(head_width(config, config.decoder)),
+      epsilon_(config.layer_norm_epsilon) {
+  SEQTRANS_CHECK(config.norm == NormKind::RmsNorm && config.gated_ffn,
+                 "decoder-only layers are Llama's: RMS norms and a gated feed-forward");
+  const int64_t d = config.d_model, queries = int64_t{num_heads_} * head_dim_, kv = int64_t{num_kv_heads_} * head_dim_;
+  const int64_t ffn = config.decoder.ffn_dim;
+  const auto dense = [&](const std::string& name, int64_t out, int64_t in, bool bias) {
+    return Projection{weights.get(name + "/weight", {out, in}), bias ? weights.get(name + "/bias", {out}) : Tensor()};
+  };
+  attention_norm_ = weights.get(scope + "/self_attention/norm/gamma", {d});
+  qkv_ = dense(scope + "/self_attention/qkv", queries + 2 * kv, d, config.attention_bias);
+  output_ = dense(scope + "/self_attention/output", d, queries, config.attention_bias);
+  ffn_norm_ = weights.get(scope + "/ffn/norm/gamma", {d});
+  inner_ = dense(scope + "/ffn/inner", 2 * ffn, d, config.ffn_bias);
+  outer_ = dense(scope + "/ffn/outer", d, ffn, config.ffn_bias);
+  // The last residual sum goes through add_bias_residual, with a zero bias where the model has none: x + 0
+  // is exact, so the sum rounds once, as HF's h = residual + h does.
+  if (!outer_.bias.defined()) {
+    const Tensor zeros = Tensor::from_floats({d}, std::vector<float>(static_cast<size_t>(d), 0.0f)).to(weights.dtype());
+    outer_.bias = weights.device() == Device::CPU ? zeros : zeros.to(weights.device());
+  }
+}
+
+Tensor CausalLayer::Projection::apply(const Tensor& x) const {
+  ops::MatmulOptions options;
+  if (bias.defined()) options.bias = &bias;
+  return ops::matmul(x, weight, options);
+}
+
+Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_blocks, const CausalPass& pass,
+                            bool keys_only) const {
+  const int64_t tokens = x.dim(0), queries = int64_t{num_heads_} * head_dim_;
+  Tensor qkv = qkv_.apply(ops::rms_norm(x, {attention_norm_, epsilon_}));
+  ops::apply_rotary_embedding(qkv, pass.positions, *pass.rotary, {num_heads_, num_kv_heads_});
+  ops::SelfAttentionStepOptions append;
+  append.query_width = queries;
+  append.cache_rows = &pass.cache_rows;
+  append.history_rows = pass.history_rows;
+  const Tensor query = ops::append_self_attention_step(qkv, pass.positions, key_blocks, value_blocks, pass.history, append);
+  if (keys_only) return Tensor();
+  // Each token reads its keys through its history row: its own (a step), or its sequence's (a prefill).
+  const Tensor key_rows = pass.history_rows != nullptr ? ops::gather_rows(pass.history, *pass.history_rows) : pass.history;
+  ops::AttentionOptions attention{num_heads_, 1.0f / std::sqrt(static_cast<float>(head_dim_))};
+  attention.key_rows = &key_rows;
+  attention.num_kv_heads = num_kv_heads_;
+  const Tensor context =
+      ops::attention(query.reshape({tokens, 1, queries}), key_blocks, value_blocks, pass.key_lengths, attention);
+  const ops::ResidualNorm attended =
+      ops::add_residual_rms_norm(output_.apply(context.reshape({tokens, queries})), x, {ffn_norm_, epsilon_});
+  const Tensor gated = ops::gated_activation(inner_.apply(attended.normalized));
+  return ops::add_bias_residual(ops::matmul(gated, outer_.weight), outer_.bias, attended.sum);
+}
+
+}  // namespace seqtrans

@@ -1,0 +1,56 @@
+// A decoder-only (Llama-style) layer: RMS pre-norms, self-attention with rotary positions and grouped-query
+// heads, and a gated (SwiGLU) feed-forward, with or without biases. Its keys and values live in the row pool's
+// blocks: prompt tokens and decoding steps both write them there and read them back through a history table.
+#pragma once
+
+#include <string>
+
+#include "layers/weights.h"
+#include "models/model_config.h"
+#include "ops/ops.h"
+
+namespace seqtrans {
+
+// The tokens one pass of the layers computes: a decoding step's slots, or the prompt tokens being
+// prefilled (one row each). Every tensor is [n] int32 unless said.
+struct CausalPass {
+  const Tensor& positions;    // each token's position
+  const Tensor& key_lengths;  // positions + 1: a token attends to its sequence's keys up to itself
+  const Tensor& cache_rows;   // the block each token's key and value go to (negative: none, a padding row)
+  Tensor& history;            // [R, T] int32: the block of each history row's key t
+  // The history row each token records its block in and reads its keys through (prefill: its sequence's);
+  // null: token i uses row i (a step, whose rows are its slots).
+  const Tensor* history_rows = nullptr;
+  const Tensor* rotary = nullptr;  // [positions, head_dim] fp32, ops::rotary_table
+};
+
+class CausalLayer {
+ public:
+  CausalLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config);
+
+  // x: the residual stream [n, d] -> [n, d]; writes the tokens' keys and values into the blocks
+  // ([blocks, B, kv heads * head_dim]). keys_only: the caller needs only the keys and values (the last
+  // layer of a prefill), and the layer skips what comes after them; the result is then undefined.
+  Tensor forward(const Tensor& x, Tensor& key_blocks, Tensor& value_blocks, const CausalPass& pass,
+                 bool keys_only = false) const;
+
+ private:
+  // A projection x W^T (+ b): the weight [out, in] and its bias [out] where the model has biases
+  // (config.attention_bias, config.ffn_bias), added in the product's epilogue.
+  struct Projection {
+    Tensor weight;
+    Tensor bias;
+    Tensor apply(const Tensor& x) const;
+  };
+
+  int num_heads_ = 0, num_kv_heads_ = 0, head_dim_ = 0;
+  float epsilon_ = 1e-5f;
+  Tensor attention_norm_;  // [d]
+  Projection qkv_;         // [(heads + 2 kv heads) * head_dim, d]: queries, keys, values
+  Projection output_;      // [d, heads * head_dim]
+  Tensor ffn_norm_;        // [d]
+  Projection inner_;       // [2 ffn, d]: the gate's rows, then the up projection's
+  Projection outer_;       // [d, ffn]; its bias (zeros without one) joins the residual sum
+};
+
+}  // namespace seqtrans

@@ -1,0 +1,68 @@
+// A decoder-only Transformer (Llama family) behind the StepModel interface, on the same row pool and step
+// runner as the encoder-decoder model. A sequence's "source" is its prompt: admit() writes the keys and
+// values of all its tokens but the last into the row pool's blocks (a packed causal prefill over every
+// joining prompt), and the first step feeds the last one, so that step's output is the first generated token.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "layers/causal_layer.h"
+#include "models/pooled_model.h"
+#include "models/output_head.h"
+#include "models/step_runner.h"
+
+namespace seqtrans {
+
+class DecoderOnlyState;
+
+class DecoderOnlyModel : public PooledModel {
+ public:
+  DecoderOnlyModel(const ModelFile& file, const ModelOptions& options);
+
+  const ModelConfig& config() const { return config_; }
+
+  int64_t target_vocab_size() const override { return config_.target_vocab_size; }
+  int32_t eos_id() const override { return config_.eos_id; }
+  // What the searches feed first; the model feeds each prompt's last token in its place (fill_step_inputs).
+  int32_t decoder_start_id() const override { return config_.bos_id; }
+  std::vector<int32_t> suppressed_ids() const override { return config_.suppressed_ids; }
+  int max_target_length() const override { return config_.max_positions; }
+
+  std::unique_ptr<DecoderState> start() override;
+  void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& prompts) override;
+  void reserve(DecoderState& state, const DecoderReservation& reservation) const override;
+  void select(DecoderState& state, const std::vector<int32_t>& sources) override;
+
+ private:
+  // The keys and values of the prompts' tokens but the last, into `rows`' lanes and history rows
+  // first_slot, first_slot + 1, ...: passes of at most kPrefillPassTokens tokens, the last layer's
+  // feed-forward skipped (only keys and values are kept).
+  void prefill(DecoderOnlyState& state, const std::vector<std::vector<int32_t>>& prompts,
+               const std::vector<int32_t>& rows, int64_t first_slot) const;
+  // The layers and the final norm over a step's `rows` rows: device work only, so that a graph can record it.
+  Tensor decode(DecoderOnlyState& state, int64_t rows) const;
+
+  // PooledModel
+  StepRunner& runner(DecoderState& state) const override;
+  Tensor hidden_rows(DecoderState& state, int64_t rows) const override { return decode(state_of(state), rows); }
+  const OutputHead& output_head() const override { return output_head_; }
+  static DecoderOnlyState& state_of(DecoderState& state);
+
+  // StepSource
+  RowPool& row_pool(DecoderState& state) const override;
+  int64_t layout(DecoderState& state) const override;
+  int64_t max_positions() const override { return config_.max_positions; }
+  void fill_step_inputs(DecoderState& state, const std::vector<int32_t>& input_ids, int32_t* inputs) const override;
+  void decode_and_select(DecoderState& state, int64_t rows, int k, const RepetitionRequest* repetitions,
+                         Tensor& values, Tensor& ids) const override;
+
+  ModelConfig config_;
+  Tensor embedding_;   // [V, d]
+  Tensor final_norm_;  // [d], RMS norm's weight
+  Tensor rotary_;      // [max_positions, head_dim] fp32 (ops::rotary_table)
+  OutputHead output_head_;
+  std::vector<CausalLayer> layers_;
+};
+
+}  // namespace seqtrans

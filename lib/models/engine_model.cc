@@ -1,0 +1,13 @@
+#include "models/engine_model.h"
+
+#include "models/decoder_only_model.h"
+#include "models/encoder_decoder_model.h"
+
+namespace seqtrans {
+
+std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options) {
+  if (file.config().kind == ModelKind::DecoderOnly) return std::make_unique<DecoderOnlyModel>(file, options);
+  return std::make_unique<EncoderDecoderModel>(file, options);
+}
+
+}  // namespace seqtrans

@@ -1,0 +1,34 @@
+// What the engine runs: a StepModel of any kind, made from a model file by its config.kind (docs/ARCHITECTURE.md
+// §6), with statistics of how its steps ran.
+#pragma once
+
+#include <memory>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "models/engine_tuning.h"
+#include "models/model_file.h"
+#include "models/step_runner.h"
+#include "search/step_model.h"
+
+namespace seqtrans {
+
+struct ModelOptions {
+  Device device = Device::CPU;
+  DataType dtype = DataType::F32;  // compute and weight type on the device
+  EngineTuning tuning;             // the speed ideas, each switchable (the benchmark's ablations)
+};
+
+class EngineModel : public StepModel {
+ public:
+  // How steps ran, summed over every state the model started (a step changes nothing else in the model).
+  const StepCounts& step_counts() const { return step_counts_; }
+
+ protected:
+  mutable StepCounts step_counts_;
+};
+
+// The model `file` holds: an EncoderDecoderModel or a DecoderOnlyModel, as its config.kind says.
+std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options);
+
+}  // namespace seqtrans
