@@ -167,6 +167,11 @@ bool given(const CLI::Option* option) { return option != nullptr && option->coun
 void resolve_common_options(CommonOptions& options) {
   options.text.beam_size_given = given(options.beam_size_option);
   options.text.max_length_given = given(options.max_length_option);
+  if (options.max_new_tokens > 0) {
+    SEQTRANS_CHECK(!options.text.max_length_given, "give --max-new-tokens or --max-length, not both");
+    options.text.max_length = {static_cast<float>(options.max_new_tokens), 0.0f};
+    options.text.max_length_given = true;
+  }
   options.text.max_batch_size_given = given(options.max_batch_size_option);
   options.text.max_batch_tokens_given = given(options.max_batch_tokens_option);
   options.text.sampling_topk_given = given(options.sampling_topk_option);

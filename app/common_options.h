@@ -27,6 +27,7 @@ struct CommonOptions {
   CLI::Option* sampling_topp_option = nullptr;
   CLI::Option* sampling_minp_option = nullptr;
   size_t max_gpu_memory_mib = 0;  // --max-gpu-memory, into translator.max_gpu_memory (bytes)
+  int max_new_tokens = 0;         // generate's --max-new-tokens N: --max-length N 0 (0: not given)
   Languages languages;            // --source-lang, --target-lang (multilingual models)
   bool quiet = false;
   LogLevel log_level = LogLevel::Warning;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "output_file.h"
+#include "prompt_text.h"
 #include "progress.h"
 #include "translator_group.h"
 
@@ -42,11 +43,16 @@ std::string base_name(const std::string& path) {
 
 // Translates everything `reader` yields into `out`, each line written (in input order) as soon as it and
 // the lines before it are translated.
-void translate_stream(TranslatorGroup& translator, LineReader& reader, std::ostream& out, bool with_scores,
+void translate_stream(TranslatorGroup& translator, LineReader& reader, std::ostream& out, const LineFormat& format,
                       const WarningSink& warn, ProgressBar& progress) {
-  translator.translate_stream([&] { return reader.read_window(); },
+  translator.translate_stream([&] {
+                                std::vector<Line> window = reader.read_window();
+                                if (format.read)
+                                  for (Line& line : window) line.text = format.read(line.text, line.index);
+                                return window;
+                              },
                               [&](const Line& line, Translation& translation) {
-                                write_translation(out, with_scores, line.index, translation);
+                                format.write(out, line.index, translation);
                                 out.flush();  // an interactive user sees each line as soon as it is done
                                 SEQTRANS_CHECK(out.good(), "error writing output (disk full or closed pipe?)");
                                 progress.advance(1);
@@ -91,19 +97,23 @@ void create_output_directory(const std::string& directory) {
 
 // Every output is planned before the model loads: a refused output (a directory, a hard-linked file,
 // clashing names) stops the run before anything is written.
-void check_outputs(const TranslateOptions& options) {
-  if (!options.output.empty()) plan_output(options.output);
-  if (options.output_dir.empty()) return;
-  check_distinct_base_names(options.inputs, options.output_dir);
-  create_output_directory(options.output_dir);
-  for (const std::string& input : options.inputs) plan_output(output_dir_path(options.output_dir, input));
+}  // namespace
+
+void check_outputs(const std::vector<std::string>& inputs, const std::string& output, const std::string& output_dir) {
+  if (!output.empty()) plan_output(output);
+  if (output_dir.empty()) return;
+  check_distinct_base_names(inputs, output_dir);
+  create_output_directory(output_dir);
+  for (const std::string& input : inputs) plan_output(output_dir_path(output_dir, input));
 }
 
+namespace {
+
 // Translates one stream into the output file at `path`, which appears (or changes) only when complete.
-void translate_to_file(TranslatorGroup& translator, LineReader& reader, const std::string& path, bool with_scores,
-                       const WarningSink& warn, ProgressBar& progress) {
+void translate_to_file(TranslatorGroup& translator, LineReader& reader, const std::string& path,
+                       const LineFormat& format, const WarningSink& warn, ProgressBar& progress) {
   const std::unique_ptr<OutputTarget> out = open_output(path);
-  translate_stream(translator, reader, out->stream(), with_scores, warn, progress);
+  translate_stream(translator, reader, out->stream(), format, warn, progress);
   out->commit();
 }
 
@@ -114,7 +124,15 @@ void translate_file(TranslatorGroup& translator, const std::string& input, const
   plan_output(output);
   LineReader reader = LineReader::open(input, translator.options().batching.read_ahead);
   ProgressBar progress(false, 0, "");
-  translate_to_file(translator, reader, output, with_scores, warn, progress);
+  translate_to_file(translator, reader, output, translation_format(with_scores), warn, progress);
+}
+
+LineFormat translation_format(bool with_scores) {
+  LineFormat format;
+  format.write = [with_scores](std::ostream& out, size_t index, const Translation& translation) {
+    write_translation(out, with_scores, index, translation);
+  };
+  return format;
 }
 
 CLI::App* add_translate_command(CLI::App& app, TranslateOptions& options) {
@@ -144,6 +162,14 @@ CLI::App* add_translate_command(CLI::App& app, TranslateOptions& options) {
                       "score and does not count in --max-length (CTranslate2's target_prefix, HF's "
                       "decoder_input_ids)")
       ->check(CLI::ExistingFile);
+  command->add_option("--prompt-template", options.prompt_template,
+                      "Decoder-only models: translate each line as the completion of this file's text, whose "
+                      "{source} slot takes the line (e.g. \"English: {source}\\nGerman:\"); the translation ends at "
+                      "EOS or the first --stop string")
+      ->check(CLI::ExistingFile);
+  command->add_option("--stop", options.stops,
+                      "With --prompt-template: the translation ends before the first occurrence of STRING "
+                      "(repeatable; default: a line end)");
   add_common_options(*command, options.common);
   return command;
 }
@@ -154,14 +180,30 @@ int run_translate(TranslateOptions& options) {
   SEQTRANS_CHECK(options.output.empty() || options.inputs.size() <= 1,
                  "--output takes one input file; use --output-dir for {} inputs", options.inputs.size());
   SEQTRANS_CHECK(options.output_dir.empty() || !options.inputs.empty(), "--output-dir needs input files (-i)");
-  check_outputs(options);
+  check_outputs(options.inputs, options.output, options.output_dir);
   resolve_common_options(common);
   if (!options.target_prefix.empty()) {
     SEQTRANS_CHECK(options.inputs.size() <= 1, "--target-prefix pairs its lines with one input's lines, got {} inputs",
                    options.inputs.size());
     common.translator.target_prefixes = read_lines(options.target_prefix);
   }
+  LineFormat format = translation_format(options.with_scores);
+  if (!options.prompt_template.empty()) {
+    // A decoder-only model translates a line as the completion of the template around it, up to EOS or the
+    // first stop string (a line end unless --stop says otherwise).
+    const PromptTemplate prompt = PromptTemplate::read(options.prompt_template);
+    format.read = [prompt](const std::string& line, size_t) { return prompt.apply(line); };
+    const std::vector<std::string> stops = options.stops.empty() ? std::vector<std::string>{"\n"} : options.stops;
+    format.write = [stops, with_scores = options.with_scores](std::ostream& out, size_t index, Translation translation) {
+      for (std::string& text : translation.texts) text = cut_at_stop(text, stops);
+      write_translation(out, with_scores, index, translation);
+    };
+  }
+  return run_lines(common, options.inputs, options.output, options.output_dir, format);
+}
 
+int run_lines(CommonOptions& common, const std::vector<std::string>& inputs, const std::string& output,
+              const std::string& output_dir, const LineFormat& format) {
   const auto start = std::chrono::steady_clock::now();
   TranslatorGroup translator(common.translator, common.devices.indices);
   note_setup_choices(common);
@@ -170,27 +212,25 @@ int run_translate(TranslateOptions& options) {
   log(common, LogLevel::Info, "search: " + translator.search_settings_summary());
   const size_t read_ahead = common.translator.batching.read_ahead;
   const auto warn = [&](const std::string& message) { log(common, LogLevel::Warning, message); };
-  const bool with_scores = options.with_scores;
-  const bool show_progress = !common.quiet && ::isatty(STDERR_FILENO) && !options.inputs.empty();
+  const bool show_progress = !common.quiet && ::isatty(STDERR_FILENO) && !inputs.empty();
 
-  if (options.inputs.empty()) {
+  if (inputs.empty()) {
     LineReader reader(STDIN_FILENO, read_ahead);
     ProgressBar progress(false, 0, "");
-    if (options.output.empty()) {
-      translate_stream(translator, reader, std::cout, with_scores, warn, progress);
+    if (output.empty()) {
+      translate_stream(translator, reader, std::cout, format, warn, progress);
     } else {
-      translate_to_file(translator, reader, options.output, with_scores, warn, progress);
+      translate_to_file(translator, reader, output, format, warn, progress);
     }
   } else {
-    for (const std::string& input : options.inputs) {
+    for (const std::string& input : inputs) {
       LineReader reader = LineReader::open(input, read_ahead);
       ProgressBar progress(show_progress, show_progress ? count_lines(input) : 0, base_name(input));
-      if (options.output.empty() && options.output_dir.empty()) {
-        translate_stream(translator, reader, std::cout, with_scores, warn, progress);
+      if (output.empty() && output_dir.empty()) {
+        translate_stream(translator, reader, std::cout, format, warn, progress);
       } else {
-        const std::string path =
-            options.output_dir.empty() ? options.output : output_dir_path(options.output_dir, input);
-        translate_to_file(translator, reader, path, with_scores, warn, progress);
+        const std::string path = output_dir.empty() ? output : output_dir_path(output_dir, input);
+        translate_to_file(translator, reader, path, format, warn, progress);
       }
       progress.finish();
     }

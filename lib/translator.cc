@@ -288,6 +288,7 @@ DetokenizedSentences detokenize_sentences(const Tokenizer& tokenizer, const std:
     for (const Hypothesis& hypothesis : sentence.result.hypotheses) {
       translation.texts.push_back(tokenizer.decode_target(hypothesis.tokens));
       translation.scores.push_back(hypothesis.score);
+      translation.tokens.push_back(hypothesis.tokens.size());
     }
     if (!sentence.result.hypotheses.empty()) detokenized.target_tokens += sentence.result.hypotheses.front().tokens.size();
     detokenized.translations.emplace_back(sentence.id, std::move(translation));
@@ -302,6 +303,7 @@ Translation Translator::blank_translation() const {
   Translation translation;
   translation.texts.assign(static_cast<size_t>(options_.search.num_hypotheses), "");
   translation.scores.assign(static_cast<size_t>(options_.search.num_hypotheses), 0.0f);
+  translation.tokens.assign(static_cast<size_t>(options_.search.num_hypotheses), 0);
   return translation;
 }
 

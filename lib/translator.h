@@ -72,6 +72,7 @@ struct TranslatorOptions {
 struct Translation {
   std::vector<std::string> texts;
   std::vector<float> scores;
+  std::vector<size_t> tokens;  // generated tokens of each, EOS excluded
 };
 
 // Counters for the summary line and `seqtrans bench`.
