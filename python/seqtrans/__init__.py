@@ -1,4 +1,4 @@
-"""seqtrans: fast neural machine translation with Transformer models, from Python.
+"""seqtrans: fast neural machine translation and text generation with Transformer models, from Python.
 
     >>> import seqtrans
     >>> translator = seqtrans.Translator()          # the bundled English-German model
@@ -12,9 +12,10 @@ from . import _preload
 _preload.load()
 
 from ._seqtrans import Error, Hypothesis, TranslationResult, Translator, __version__
+from .generator import Generation, Generator
 
-__all__ = ["Error", "Hypothesis", "TranslationResult", "Translator", "__version__", "bundled_model_path",
-           "default_model_path"]
+__all__ = ["Error", "Generation", "Generator", "Hypothesis", "TranslationResult", "Translator", "__version__",
+           "bundled_model_path", "default_model_path"]
 
 
 def bundled_model_path() -> str:

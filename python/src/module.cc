@@ -138,6 +138,7 @@ NB_MODULE(_seqtrans, m) {
   nb::class_<Hypothesis>(m, "Hypothesis", "One translation of a line, with its score when asked for.")
       .def_ro("text", &Hypothesis::text)
       .def_ro("score", &Hypothesis::score)
+      .def_ro("tokens", &Hypothesis::tokens, "Tokens generated, EOS excluded.")
       .def("__repr__", [](const Hypothesis& hypothesis) {
         std::string text = "Hypothesis(" + nb::cast<std::string>(nb::repr(nb::cast(hypothesis.text)));
         if (hypothesis.score) text += ", score=" + nb::cast<std::string>(nb::repr(nb::cast(*hypothesis.score)));
@@ -270,5 +271,7 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
               .c_str())
       .def_prop_ro("device", &PythonTranslator::device, "The devices in use: \"cpu\", \"cuda:0\", \"cuda:0,1\", ...")
       .def_prop_ro("engines", &PythonTranslator::engines, "Engines loaded: one per device.")
-      .def_prop_ro("model_path", &PythonTranslator::model_path);
+      .def_prop_ro("model_path", &PythonTranslator::model_path)
+      .def_prop_ro("model_kind", &PythonTranslator::model_kind,
+                   "\"encoder-decoder\" (translation models) or \"decoder-only\" (generation models).");
 }

@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "models/model_file.h"
 #include "translate_command.h"
 
 namespace seqtrans::python {
@@ -107,7 +108,7 @@ std::vector<Result> PythonTranslator::translate_batch(const std::vector<std::str
   for (size_t i = 0; i < translations.size(); ++i) {
     const Translation& translation = translations[i];
     for (size_t k = 0; k < translation.texts.size(); ++k) {
-      Hypothesis hypothesis{translation.texts[k], std::nullopt};
+      Hypothesis hypothesis{translation.texts[k], std::nullopt, translation.tokens[k]};
       if (with_scores) hypothesis.score = translation.scores[k];
       results[i].hypotheses.push_back(std::move(hypothesis));
     }
@@ -124,6 +125,11 @@ size_t PythonTranslator::translate_file(const std::string& input, const std::str
   const size_t before = group_->stats().sentences;
   app::translate_file(*group_, input, output, with_scores, collect_into(warnings));
   return group_->stats().sentences - before;
+}
+
+std::string PythonTranslator::model_kind() const {
+  const ModelKind kind = ModelFile::open(model_path()).config().kind;
+  return kind == ModelKind::DecoderOnly ? "decoder-only" : "encoder-decoder";
 }
 
 }  // namespace seqtrans::python

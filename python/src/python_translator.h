@@ -63,6 +63,7 @@ struct LineSettings {
 struct Hypothesis {
   std::string text;
   std::optional<float> score;  // with_scores only
+  size_t tokens = 0;           // generated tokens, EOS excluded
 };
 
 // One input line's translation: its n-best hypotheses, best first.
@@ -87,6 +88,8 @@ class PythonTranslator {
   const std::string& device() const { return device_; }
   size_t engines() const { return group_->engines(); }
   const std::string& model_path() const { return group_->options().model_path; }
+  // "encoder-decoder" (translation models) or "decoder-only" (generation models).
+  std::string model_kind() const;
 
  private:
   // Gives the engines `call`'s search settings and `target_prefixes` if the last call had others (under the

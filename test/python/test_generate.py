@@ -1,0 +1,78 @@
+"""Decoder-only generation: seqtrans.Generator and `seqtrans generate` on a tiny Llama checkpoint of test/data
+(its Hugging Face parity is test/e2e/llama_parity_test.cc). The two front ends must give the same completions;
+the CLI's escapes, --jsonl, --stop and translate's --prompt-template must frame them as documented."""
+
+import json
+import subprocess
+
+import pytest
+
+import seqtrans
+from conftest import REPOSITORY, golden_sources
+
+MODEL = REPOSITORY / "test" / "data" / "llama_tiny_gqa2.seqtrans"
+TEMPLATE = "English: {source}\nGerman:"
+SOURCES = golden_sources(8)
+PROMPTS = [TEMPLATE.replace("{source}", source) for source in SOURCES]
+
+
+def run_cli(cli, *arguments, stdin=""):
+    return subprocess.run([cli, *arguments, "-m", str(MODEL), "--device", "cpu", "-q"], input=stdin.encode(),
+                          capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def generator():
+    return seqtrans.Generator(str(MODEL), device="cpu")
+
+
+def test_escaped_lines_give_the_generator_completions(cli, generator):
+    expected = [g.text for g in generator.generate_batch(PROMPTS, max_new_tokens=24, beam_size=1)]
+    stdin = "".join(prompt.replace("\\", "\\\\").replace("\n", "\\n") + "\n" for prompt in PROMPTS)
+    result = run_cli(cli, "generate", "--max-new-tokens", "24", "-b", "1", stdin=stdin)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().splitlines() == [text.replace("\\", "\\\\").replace("\n", "\\n") for text in expected]
+
+
+def test_jsonl_gives_text_and_token_counts(cli, generator):
+    expected = generator.generate_batch(PROMPTS, max_new_tokens=24, beam_size=2)
+    stdin = "".join(json.dumps({"prompt": prompt, "id": i}) + "\n" for i, prompt in enumerate(PROMPTS))
+    result = run_cli(cli, "generate", "--jsonl", "--max-new-tokens", "24", "-b", "2", stdin=stdin)
+    assert result.returncode == 0, result.stderr.decode()
+    objects = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert [(o["text"], o["tokens"]) for o in objects] == [(g.text, g.tokens) for g in expected]
+    assert all(0 < o["tokens"] <= 24 for o in objects)
+
+
+def test_stop_strings_cut_the_completion(cli, generator):
+    full = [g.text for g in generator.generate_batch(PROMPTS, max_new_tokens=24)]
+    cut = [g.text for g in generator.generate_batch(PROMPTS, max_new_tokens=24, stop=[" ", "."])]
+    assert cut == [text.split(" ")[0].split(".")[0] for text in full]
+    result = run_cli(cli, "generate", "--max-new-tokens", "24", "--stop", " ", "--stop", ".",
+                     stdin="".join(p.replace("\n", "\\n") + "\n" for p in PROMPTS))
+    assert result.stdout.decode().splitlines() == cut
+
+
+def test_prompt_template_translates_lines(cli, generator, tmp_path):
+    template = tmp_path / "template.txt"
+    template.write_text(TEMPLATE + "\n")
+    result = run_cli(cli, "translate", "--prompt-template", str(template), "-b", "4", "--max-length", "24", "0",
+                     stdin="".join(source + "\n" for source in SOURCES))
+    assert result.returncode == 0, result.stderr.decode()
+    expected = generator.generate_batch(PROMPTS, max_new_tokens=24, beam_size=4, stop=["\n"])
+    assert result.stdout.decode().splitlines() == [g.text for g in expected]
+
+
+def test_models_of_the_other_kind_are_refused(cli):
+    with pytest.raises(ValueError, match="encoder-decoder"):
+        seqtrans.Generator(seqtrans.bundled_model_path())
+    result = subprocess.run([cli, "generate", "-m", seqtrans.bundled_model_path(), "-q"], input=b"Hello\n",
+                            capture_output=True, timeout=60)
+    assert result.returncode == 1
+    assert len(result.stderr.decode().splitlines()) == 1 and "seqtrans translate" in result.stderr.decode()
+
+
+def test_bad_json_is_one_line_error(cli):
+    result = run_cli(cli, "generate", "--jsonl", stdin='{"prompt": "a"}\n{"prompt": 3\n')
+    assert result.returncode == 1
+    assert "input line 2" in result.stderr.decode() and len(result.stderr.decode().splitlines()) == 1
