@@ -84,15 +84,17 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   synthetic.model = bench::synthetic_preset(options.preset.empty() ? "transformer-base" : options.preset);
   // Shape flags given beside a preset replace its values.
   const auto given = [&](const char* flag) { return options.preset.empty() || options.command->count(flag) > 0; };
+  if (given("--family")) synthetic.model.family = bench::synthetic_family(options.family);
+  const bool decoder_only = synthetic.model.family == bench::SyntheticFamily::Llama;
   if (given("--layers")) {
-    synthetic.model.encoder_layers = options.layers.front();
+    synthetic.model.encoder_layers = decoder_only ? 0 : options.layers.front();
     synthetic.model.decoder_layers = options.layers.back();
   }
+  if (given("--kv-heads")) synthetic.model.kv_heads = options.kv_heads;
   if (given("--d-model")) synthetic.model.d_model = options.d_model;
   if (given("--heads")) synthetic.model.heads = options.heads;
   if (given("--ffn")) synthetic.model.ffn = options.ffn;
   if (given("--vocab")) synthetic.model.vocab = options.vocab;
-  if (given("--family")) synthetic.model.family = bench::synthetic_family(options.family);
   synthetic.grid = {options.batch, options.beam, options.source_length, options.target_length};
   synthetic.repetitions = {options.runs > 0 ? options.runs : 5, options.warmup >= 0 ? options.warmup : 2,
                            options.profile};
@@ -216,13 +218,15 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
 
   const char* synthetic_group = "Synthetic model and grid";
   command->add_option("--preset", options.preset,
-                      "A named shape: transformer-base (the default), nllb-600m (NLLB-200-distilled-600M) or "
-                      "mbart-large (mBART-50); shape flags given beside it replace its values")
+                      "A named shape: transformer-base (the default), nllb-600m (NLLB-200-distilled-600M), "
+                      "mbart-large (mBART-50), or the decoder-only tinyllama-1.1b and llama2-7b (--source-length is "
+                      "then the prompt's); shape flags given beside it replace its values")
       ->group(synthetic_group);
   command->add_option("--family", options.family,
                       "The layout: marian (post-norm, sinusoids), m2m100 (NLLB-200 and M2M-100: pre-norm, fairseq "
-                      "sinusoids) or mbart (pre-norm, embedding norm, learned positions)")
-      ->check(CLI::IsMember({"marian", "m2m100", "mbart"}))
+                      "sinusoids), mbart (pre-norm, embedding norm, learned positions) or llama (decoder-only: RMS "
+                      "norms, rotary positions, grouped-query attention, SwiGLU; --layers is its decoder's)")
+      ->check(CLI::IsMember({"marian", "m2m100", "mbart", "llama"}))
       ->capture_default_str()
       ->group(synthetic_group);
   command->add_option("--layers", options.layers, "Encoder,decoder layers (one number: both)")
@@ -234,6 +238,11 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
   command->add_option("--d-model", options.d_model, "Model width")->check(CLI::Range(1, 1 << 16))->capture_default_str()
       ->group(synthetic_group);
   command->add_option("--heads", options.heads, "Attention heads")->check(CLI::Range(1, 1024))->capture_default_str()
+      ->group(synthetic_group);
+  command->add_option("--kv-heads", options.kv_heads,
+                      "llama: key/value heads, a divisor of --heads (grouped-query attention; 0: as many as --heads)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str()
       ->group(synthetic_group);
   command->add_option("--ffn", options.ffn, "Feed-forward width")->check(CLI::Range(1, 1 << 18))->capture_default_str()
       ->group(synthetic_group);

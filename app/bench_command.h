@@ -25,6 +25,7 @@ struct BenchOptions {
   int heads = 8;
   int ffn = 2048;
   int vocab = 32000;
+  int kv_heads = 0;  // decoder-only: key/value heads (0: as many as --heads)
   std::string preset;            // a named shape (bench::synthetic_preset); the shape flags override it
   std::string family = "marian";  // the layout (bench::synthetic_family); a preset sets its own
   std::vector<int> batch = {1, 16, 64, 128};

@@ -105,6 +105,7 @@ std::string engine_shares(const std::vector<bench::EngineShare>& engines) {
 
 // The family a config's layout is (bench::SyntheticFamily): what the report's header names.
 const char* layout_name(const ModelConfig& config) {
+  if (config.kind == ModelKind::DecoderOnly) return "decoder-only (Llama)";
   if (!config.decoder.pre_norm) return "post-norm (Marian)";
   return config.decoder.embedding_layer_norm ? "pre-norm (mBART)" : "pre-norm (M2M-100/NLLB)";
 }
@@ -114,10 +115,11 @@ void print_synthetic_report(std::ostream& out, const bench::RunDescription& run,
   const bench::Row model = bench::model_row(config);
   const int64_t parameters = std::get<int64_t>(model.back().value);
   out << fmt::format(
-      "seqtrans bench: synthetic, {} {}, random {} Transformer {}+{} layers, d_model {}, {} heads, ffn {}, vocab {} "
-      "({:.1f}M parameters)\n",
-      run.device, precision_name(run.dtype), layout_name(config), config.encoder.num_layers, config.decoder.num_layers, config.d_model,
-      config.encoder.num_heads, config.encoder.ffn_dim, config.target_vocab_size, static_cast<double>(parameters) / 1e6);
+      "seqtrans bench: synthetic, {} {}, random {} Transformer {}+{} layers, d_model {}, {} heads ({} key/value), ffn "
+      "{}, vocab {} ({:.1f}M parameters)\n",
+      run.device, precision_name(run.dtype), layout_name(config), config.encoder.num_layers, config.decoder.num_layers,
+      config.d_model, config.decoder.num_heads, key_value_heads(config.decoder), config.decoder.ffn_dim,
+      config.target_vocab_size, static_cast<double>(parameters) / 1e6);
   print_run_lines(out, run);
   out << "forced output length (EOS suppressed until it); time = one search of the whole batch, encoder included\n\n";
 

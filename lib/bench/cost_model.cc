@@ -117,6 +117,29 @@ Cost synthetic_cost(const ModelShape& model, const SyntheticWorkload& workload, 
   return total;
 }
 
+Cost decoder_only_cost(const ModelConfig& config, const SyntheticWorkload& workload, int64_t element_bytes) {
+  const StackConfig& stack = config.decoder;
+  const double d = config.d_model, f = stack.ffn_dim, v = config.target_vocab_size, layers = stack.num_layers;
+  const double queries = double{1} * stack.num_heads * head_width(config, stack);
+  const double kv = double{1} * key_value_heads(stack) * head_width(config, stack);
+  // Per layer: QKV, output, and the gated feed-forward's three matrices.
+  const double layer_weights = d * (queries + 2 * kv) + queries * d + 3 * d * f;
+  const double element = static_cast<double>(element_bytes), b = static_cast<double>(workload.batch);
+  const double prompt = static_cast<double>(workload.source_length);
+  Cost total;
+  // Prefill: every product on every prompt token, scores and context over the causal half; weights read
+  // once, the keys and values written.
+  total.flops = layers * (2 * b * prompt * layer_weights + 2 * b * prompt * prompt * queries);
+  total.bytes = (layers * layer_weights + layers * b * prompt * 2 * kv) * element;
+  for (int64_t step = 0; step < workload.target_length; ++step) {
+    const double slots = step == 0 ? b : b * workload.beam, keys = prompt + static_cast<double>(step);
+    total.flops += 2 * slots * (layers * layer_weights + v * d) + layers * 4 * slots * keys * queries;
+    // Every weight and the output layer once a step, each slot's keys and values read, logits written (fp32).
+    total.bytes += (layers * layer_weights + v * d + layers * slots * keys * 2 * kv) * element + slots * v * 4;
+  }
+  return total;
+}
+
 // Lower bounds from totals:
 //  - encoder FLOPs: the per-token products on the real (unpadded) tokens, and attention over sum(s_i^2)
 //    >= (sum s_i)^2 / n (Cauchy-Schwarz); bytes: the weights once per batch, rows and caches per token.

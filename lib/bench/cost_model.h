@@ -83,6 +83,9 @@ struct SyntheticWorkload {
   int64_t target_length = 1;
 };
 Cost synthetic_cost(const ModelShape& model, const SyntheticWorkload& workload, int64_t element_bytes);
+// The same for a decoder-only model (config.kind DecoderOnly), the source being the prompt: its prefill (every
+// product on every prompt token, causal attention, weights read once), then the steps.
+Cost decoder_only_cost(const ModelConfig& config, const SyntheticWorkload& workload, int64_t element_bytes);
 
 // Totals of a real run (a file through the translator), which lacks per-step shapes.
 struct RunTotals {

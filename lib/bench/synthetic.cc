@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "models/encoder_decoder_model.h"
+#include "models/engine_model.h"
 #include "models/tensor_specs.h"
 #include "ops/runtime.h"
 #include "search/search.h"
@@ -28,15 +28,18 @@ void check_positive(const std::vector<int>& values, const char* what) {
 }
 
 // Source ids drawn uniformly from the ordinary tokens (never EOS, unknown or pad), each sentence ending
-// with EOS as tokenized sources do. The same point always gets the same ids.
+// with EOS as tokenized sources do; a decoder-only model's prompts start with BOS instead. The same point
+// always gets the same ids.
 std::vector<std::vector<int32_t>> random_sources(const ModelConfig& config, const GridPoint& point, uint64_t seed) {
   std::mt19937_64 generator(seed * 1000003u + static_cast<uint64_t>(point.batch) * 1009u +
                             static_cast<uint64_t>(point.source_length));
-  std::uniform_int_distribution<int32_t> token(2, config.source_vocab_size - 2);
+  const bool prompts = config.kind == ModelKind::DecoderOnly;
+  std::uniform_int_distribution<int32_t> token(3, config.target_vocab_size - 2);
   std::vector<std::vector<int32_t>> sources(static_cast<size_t>(point.batch));
   for (std::vector<int32_t>& source : sources) {
+    if (prompts) source.push_back(config.bos_id);
     for (int i = 0; i + 1 < point.source_length; ++i) source.push_back(token(generator));
-    source.push_back(config.eos_id);
+    if (!prompts) source.push_back(config.eos_id);
   }
   return sources;
 }
@@ -61,24 +64,24 @@ class ModelPool {
  public:
   ModelPool(const ModelFile& file, const ModelOptions& base) : file_(file), base_(base) {}
 
-  EncoderDecoderModel& get(const EngineSettings& settings) {
+  EngineModel& get(const EngineSettings& settings) {
     for (auto& [key, model] : models_)
       if (key == settings) return *model;
     ModelOptions options = base_;
     SearchOptions unused;
     apply(settings, options, unused);
-    models_.emplace_back(settings, std::make_unique<EncoderDecoderModel>(file_, options));
+    models_.emplace_back(settings, make_engine_model(file_, options));
     return *models_.back().second;
   }
 
  private:
   const ModelFile& file_;
   ModelOptions base_;
-  std::vector<std::pair<EngineSettings, std::unique_ptr<EncoderDecoderModel>>> models_;
+  std::vector<std::pair<EngineSettings, std::unique_ptr<EngineModel>>> models_;
 };
 
 // One search of the whole batch, timed; checks that every sentence got exactly target_length tokens.
-double timed_search(EncoderDecoderModel& model, const std::vector<std::vector<int32_t>>& sources,
+double timed_search(EngineModel& model, const std::vector<std::vector<int32_t>>& sources,
                     const SearchOptions& search_options, const GridPoint& point) {
   const auto start = Clock::now();
   const std::vector<SearchResult> results = search(model, sources, search_options);
@@ -112,7 +115,7 @@ class PointMeasurements {
   }
 
   StageProfile profile(const EngineSettings& settings) {
-    EncoderDecoderModel& model = models_.get(settings);
+    EngineModel& model = models_.get(settings);
     const SearchOptions search_options = forced_length_search(point_, settings);
     return profile_run([&](double& seconds) {
       seconds = timed_search(model, sources_, search_options, point_);
@@ -123,7 +126,7 @@ class PointMeasurements {
  private:
   // One timed search under `settings`.
   std::function<double()> runner(const EngineSettings& settings) {
-    EncoderDecoderModel& model = models_.get(settings);
+    EngineModel& model = models_.get(settings);
     return [this, &model, search_options = forced_length_search(point_, settings)] {
       return timed_search(model, sources_, search_options, point_);
     };
@@ -140,8 +143,19 @@ class PointMeasurements {
 SyntheticModel synthetic_preset(const std::string& name) {
   SyntheticModel model;  // transformer-base
   if (name == "transformer-base") return model;
+  if (name == "tinyllama-1.1b" || name == "llama2-7b") {
+    const bool tiny = name == "tinyllama-1.1b";
+    model.family = SyntheticFamily::Llama;
+    model.encoder_layers = 0;
+    model.decoder_layers = tiny ? 22 : 32;
+    model.d_model = tiny ? 2048 : 4096;
+    model.heads = 32;
+    model.kv_heads = tiny ? 4 : 32;
+    model.ffn = tiny ? 5632 : 11008;
+    return model;
+  }
   SEQTRANS_CHECK(name == "nllb-600m" || name == "mbart-large",
-                 "--preset: '{}' is not transformer-base, nllb-600m or mbart-large", name);
+                 "--preset: '{}' is not transformer-base, nllb-600m, mbart-large, tinyllama-1.1b or llama2-7b", name);
   model.encoder_layers = model.decoder_layers = 12;
   model.d_model = 1024;
   model.heads = 16;
@@ -154,11 +168,43 @@ SyntheticModel synthetic_preset(const std::string& name) {
 SyntheticFamily synthetic_family(const std::string& name) {
   if (name == "marian") return SyntheticFamily::Marian;
   if (name == "m2m100") return SyntheticFamily::M2M100;
-  SEQTRANS_CHECK(name == "mbart", "--family: '{}' is not marian, m2m100 or mbart", name);
+  if (name == "llama") return SyntheticFamily::Llama;
+  SEQTRANS_CHECK(name == "mbart", "--family: '{}' is not marian, m2m100, mbart or llama", name);
   return SyntheticFamily::MBart;
 }
 
+namespace {
+
+// Llama's conventions: BOS 1, EOS 2, unknown 0, RMS norms (epsilon 1e-5), rotary base 10,000, no biases,
+// an untied output layer.
+ModelConfig llama_config(const SyntheticModel& model, int max_positions) {
+  ModelConfig config;
+  config.kind = ModelKind::DecoderOnly;
+  config.d_model = model.d_model;
+  config.decoder = {model.decoder_layers, model.heads, model.ffn, true, true, false, model.kv_heads, 0};
+  config.activation = Activation::Swish;
+  config.norm = NormKind::RmsNorm;
+  config.rope_theta = 10000.0f;
+  config.gated_ffn = true;
+  config.attention_bias = config.ffn_bias = false;
+  config.max_positions = max_positions;
+  config.source_vocab_size = 0;
+  config.target_vocab_size = model.vocab;
+  config.shared_embeddings = false;
+  config.tied_output = false;
+  config.embedding_scale = 1.0f;
+  config.unk_id = 0;
+  config.bos_id = 1;
+  config.eos_id = config.decoder_start_id = 2;
+  config.pad_id = -1;
+  config.suppressed_ids = {0};
+  return config;
+}
+
+}  // namespace
+
 ModelConfig synthetic_config(const SyntheticModel& model, int max_positions) {
+  if (model.family == SyntheticFamily::Llama) return llama_config(model, max_positions);
   ModelConfig config = transformer_base_config();
   const bool pre_norm = model.family != SyntheticFamily::Marian, mbart = model.family == SyntheticFamily::MBart;
   config.d_model = model.d_model;
@@ -184,9 +230,13 @@ ModelConfig synthetic_config(const SyntheticModel& model, int max_positions) {
 
 void validate(const SyntheticOptions& options) {
   const SyntheticModel& model = options.model;
-  SEQTRANS_CHECK(model.encoder_layers >= 1 && model.decoder_layers >= 1,
+  const bool llama = model.family == SyntheticFamily::Llama;
+  SEQTRANS_CHECK((model.encoder_layers >= 1 || llama) && model.decoder_layers >= 1,
                  "synthetic benchmark: layers {},{} must be at least 1 each", model.encoder_layers,
                  model.decoder_layers);
+  SEQTRANS_CHECK(!llama || (model.kv_heads >= 0 && (model.kv_heads == 0 || model.heads % model.kv_heads == 0)),
+                 "synthetic benchmark: heads {} must be a multiple of the key/value heads {}", model.heads,
+                 model.kv_heads);
   SEQTRANS_CHECK(model.d_model >= 1 && model.heads >= 1 && model.d_model % model.heads == 0,
                  "synthetic benchmark: d_model {} must be a positive multiple of heads {}", model.d_model, model.heads);
   SEQTRANS_CHECK(model.ffn >= 1, "synthetic benchmark: ffn {} must be at least 1", model.ffn);
@@ -237,7 +287,10 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
           result.sentences_per_second = static_cast<double>(batch) / result.time.median;
           result.seconds_per_step = result.time.median / target_length;
           result.memory = peak_memory(options.device);
-          result.floor = make_floor(synthetic_cost(shape, {batch, beam, source_length, target_length}, element_bytes),
+          const SyntheticWorkload workload{batch, beam, source_length, target_length};
+          result.floor = make_floor(report.config.kind == ModelKind::DecoderOnly
+                                        ? decoder_only_cost(report.config, workload, element_bytes)
+                                        : synthetic_cost(shape, workload, element_bytes),
                                     options.hardware);
           if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
           if (options.ablations) {

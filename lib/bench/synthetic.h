@@ -21,8 +21,9 @@ namespace seqtrans::bench {
 
 // The layout of a synthetic model (docs/ARCHITECTURE.md §4): Marian's post-norm with sinusoids;
 // M2M-100 / NLLB-200's pre-norm with final norms and fairseq sinusoids; mBART's pre-norm with final and
-// embedding norms and learned positions.
-enum class SyntheticFamily { Marian, M2M100, MBart };
+// embedding norms and learned positions; Llama's decoder-only stack (RMS norms, rotary positions,
+// grouped-query attention, SwiGLU, no biases), whose "source" is the prompt.
+enum class SyntheticFamily { Marian, M2M100, MBart, Llama };
 
 // Transformer-base by default (Vaswani et al.).
 struct SyntheticModel {
@@ -31,15 +32,18 @@ struct SyntheticModel {
   int d_model = 512;
   int heads = 8;
   int ffn = 2048;
-  int vocab = 32000;  // shared source and target vocabulary, tied output layer
+  int vocab = 32000;  // shared source and target vocabulary, tied output layer (Llama: untied)
+  int kv_heads = 0;   // Llama: key/value heads (0: as many as heads)
   SyntheticFamily family = SyntheticFamily::Marian;
 };
 
 // The shapes people run, by name: "transformer-base", "nllb-600m" (NLLB-200-distilled-600M: d 1024,
 // 12 + 12 layers, 16 heads, ffn 4096, vocabulary 256,206) and "mbart-large" (mBART-50: the same widths,
-// vocabulary 250,054). Throws one line naming the presets for another name.
+// vocabulary 250,054), and the decoder-only "tinyllama-1.1b" (d 2048, 22 layers, 32 heads, 4 key/value
+// heads, ffn 5632, vocabulary 32,000) and "llama2-7b" (d 4096, 32 layers, 32 heads, ffn 11008). Throws one
+// line naming the presets for another name.
 SyntheticModel synthetic_preset(const std::string& name);
-// "marian", "m2m100" (NLLB-200 too) or "mbart"; throws for another name.
+// "marian", "m2m100" (NLLB-200 too), "mbart" or "llama"; throws for another name.
 SyntheticFamily synthetic_family(const std::string& name);
 
 // A config of that shape and family with Transformer-base conventions otherwise (lib/models/tensor_specs.h):

@@ -139,14 +139,26 @@ TEST_CASE("synthetic presets name the shapes and layouts people run", "[bench]")
   CHECK(mbart.decoder.embedding_layer_norm);
   CHECK(mbart.position_encoding == PositionEncoding::Learned);
   CHECK_FALSE(synthetic_config(synthetic_preset("transformer-base"), 64).decoder.pre_norm);
+  const SyntheticModel tinyllama = synthetic_preset("tinyllama-1.1b");
+  CHECK(tinyllama.family == SyntheticFamily::Llama);
+  CHECK(tinyllama.decoder_layers == 22);
+  CHECK(tinyllama.kv_heads == 4);
+  const ModelConfig llama = synthetic_config(tinyllama, 64);
+  CHECK(llama.kind == ModelKind::DecoderOnly);
+  CHECK(llama.norm == NormKind::RmsNorm);
+  CHECK(llama.gated_ffn);
+  CHECK(key_value_heads(llama.decoder) == 4);
+  CHECK(head_width(llama, llama.decoder) == 64);
+  CHECK(synthetic_preset("llama2-7b").d_model == 4096);
   CHECK_THROWS_AS(synthetic_preset("gpt-9"), Error);
   CHECK_THROWS_AS(synthetic_family("t5"), Error);
 }
 
 TEST_CASE("a tiny synthetic benchmark runs each family's layout on the CPU", "[bench]") {
-  for (const SyntheticFamily family : {SyntheticFamily::M2M100, SyntheticFamily::MBart}) {
+  for (const SyntheticFamily family : {SyntheticFamily::M2M100, SyntheticFamily::MBart, SyntheticFamily::Llama}) {
     SyntheticOptions options = tiny_options();
     options.model.family = family;
+    if (family == SyntheticFamily::Llama) options.model.kv_heads = 2;  // grouped-query: 4 heads, 2 key/value
     options.ablations = false;
     const SyntheticReport report = run_synthetic(options, {});
     CHECK(report.results.size() == 4);
