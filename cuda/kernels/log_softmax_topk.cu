@@ -15,6 +15,9 @@
 // exact radix select over the row: 3 histogram passes on the key, up to 3 on the index, one gather.
 // k = 1 is a separate single-pass kernel: normalizer and argmax together. Few rows split the first pass
 // over many blocks (the argmax, and the group filter's maxima), then merge per row.
+//
+// Loads, 16 bytes at a time for any vocabulary: a prologue and a tail read element by element around a body
+// of aligned vector loads (RowView, load_logits).
 #include <cub/block/block_scan.cuh>
 
 #include "core/sampling_math.h"
@@ -29,7 +32,9 @@ constexpr int kThreads = 256;
 constexpr int kBins = 2048;               // 11-bit digits
 constexpr int kCandidateCapacity = 2048;  // candidates sorted in shared memory
 constexpr int kGroupElements = 64;
-constexpr size_t kMaxGroupBytes = 16384;  // group maxima kept in shared memory
+// Group maxima kept in shared memory: 8,192 groups, so 262,144 ids even when loads are scalar (32 ids a
+// group) and twice that when vectorized; past the default 48 KB with TopkShared, within every opt-in.
+constexpr size_t kMaxGroupBytes = 32768;
 constexpr uint32_t kNoKey = 0;            // below every real key (the key of -inf is 0x007fffff)
 
 __device__ __forceinline__ unsigned long long composite(uint32_t key, int index) {
@@ -48,13 +53,18 @@ struct TopkArguments {
   bool normalize;  // false: the logits already are the scores, returned as they are
 };
 
-// One row: its logits plus bias and the suppression bitmap, element by element.
+// One row: its logits plus bias and the suppression bitmap. Vector v (of the kernel's N elements) holds the
+// row's elements [v N - shift, v N - shift + N): vectors sit on the tensor's N-element boundaries, so
+// aligned loads read the body of a row that starts mid-vector.
 template <typename T, typename B>
 struct RowView {
-  const T* logits;
+  const T* logits;  // element 0 of the row
   const B* bias;
   const uint32_t* suppressed;
+  int vocab;
+  int shift;  // the row's start past the vector boundary before it: vector 0 begins at element -shift
 
+  __device__ __forceinline__ bool contains(int i) const { return i >= 0 && i < vocab; }
   __device__ __forceinline__ float logit(int i) const {
     float z = to_float(logits[i]);
     if (bias != nullptr) z += to_float(bias[i]);
@@ -66,7 +76,40 @@ struct RowView {
   __device__ __forceinline__ uint32_t key(int i) const {
     return is_suppressed(i) ? order_key(-INFINITY) : order_key(logit(i));
   }
+  // The key of position i holding logit z: below every real key outside the row (a partial vector).
+  __device__ __forceinline__ uint32_t key(int i, float z) const {
+    if (!contains(i)) return kNoKey;
+    return is_suppressed(i) ? order_key(-INFINITY) : order_key(z);
+  }
 };
+
+// Vectors of N elements covering a row that starts `shift` elements past a vector boundary, and the groups
+// of kLanesPerGroup<N> vectors they make.
+template <int N>
+constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
+
+template <int N>
+__host__ __device__ constexpr int vector_count(int vocab, int shift) {
+  return (vocab + shift + N - 1) / N;
+}
+
+template <int N>
+__host__ __device__ constexpr int group_count(int vocab, int shift) {
+  return (vector_count<N>(vocab, shift) + kLanesPerGroup<N> - 1) / kLanesPerGroup<N>;
+}
+
+// The largest shift of any row: N - 1 at most, none when N divides the vocabulary (every row then starts on
+// a boundary). Sizes the group maxima and the scratch shared by all rows.
+template <int N>
+__host__ __device__ constexpr int max_shift(int vocab) {
+  return vocab % N == 0 ? 0 : N - 1;
+}
+
+template <int N, typename T, typename B>
+__device__ __forceinline__ RowView<T, B> row_of(const TopkArguments<T, B>& args, int64_t row_index) {
+  const int64_t start = row_index * args.vocab;
+  return {args.logits + start, args.bias, args.suppressed, args.vocab, static_cast<int>(start % N)};
+}
 
 // Running max and sum of exp(z - max) of one thread's elements, updated a vector at a time: one rescale
 // per vector rather than a branch per element. __expf (ex2.approx) keeps the sum within ~1e-6 relative.
@@ -89,16 +132,31 @@ struct Normalizer {
   }
 };
 
-// z = logits + bias for the N elements of vector v of a row.
+// Prologue, body, tail: row r starts r x vocab elements in, mid-vector unless N divides that, so its first and
+// last vectors are partial; read whole, they keep the aligned path's thread, group and chunk boundaries.
+//
+// z = logits + bias for the N elements of vector v of a row, -inf at positions outside the row. A whole
+// vector is one aligned load; the bias (aligned at element 0) shares its alignment only in rows with no
+// shift, and is read element by element in the others. Partial vectors are read element by element.
 template <typename T, typename B, int N>
 __device__ __forceinline__ void load_logits(const RowView<T, B>& row, int v, float (&z)[N]) {
-  const Vector<T, N> logits = reinterpret_cast<const Vector<T, N>*>(row.logits)[v];
+  const int first = v * N - row.shift;
+  if (first < 0 || first + N > row.vocab) {
+#pragma unroll
+    for (int e = 0; e < N; ++e) z[e] = row.contains(first + e) ? row.logit(first + e) : -INFINITY;
+    return;
+  }
+  const Vector<T, N> logits = *reinterpret_cast<const Vector<T, N>*>(row.logits + first);
 #pragma unroll
   for (int e = 0; e < N; ++e) z[e] = to_float(logits.value[e]);
-  if (row.bias != nullptr) {
+  if (row.bias == nullptr) return;
+  if (row.shift == 0) {
     const Vector<B, N> bias = reinterpret_cast<const Vector<B, N>*>(row.bias)[v];
 #pragma unroll
     for (int e = 0; e < N; ++e) z[e] += to_float(bias.value[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) z[e] += to_float(row.bias[first + e]);
   }
 }
 
@@ -202,7 +260,8 @@ __device__ int select_index(KeyAt key_at, int count, uint32_t key, int rank, Top
 
 // Exact k best of a row straight from global memory, for rows whose candidates overflow shared memory.
 template <typename T, typename B>
-__device__ void select_exactly(const RowView<T, B>& row, int vocab, int k, TopkShared& shared) {
+__device__ void select_exactly(const RowView<T, B>& row, int k, TopkShared& shared) {
+  const int vocab = row.vocab;
   const auto key_at = [&row](int i) { return row.key(i); };
   int needed = 0, equal = 0;
   const uint32_t threshold = select_key(key_at, vocab, k, shared, needed, equal);
@@ -245,9 +304,6 @@ __device__ __forceinline__ void append_candidate(TopkShared& shared, uint32_t ke
   if (slot < kCandidateCapacity) shared.candidates[slot] = composite(key, index);
 }
 
-template <int N>
-constexpr int kLanesPerGroup = kGroupElements / N < 32 ? kGroupElements / N : 32;
-
 // Pass 1 over vectors [begin, end) of a row (begin a multiple of kLanesPerGroup<N>): the thread's share of
 // the normalizer, and the maximum key of each group into group_max[group] (kGroups) or each key's top bits
 // into `histogram`.
@@ -265,11 +321,11 @@ __device__ __forceinline__ Normalizer scan_row(const RowView<T, B>& row, int beg
       normalizer.add(z);
 #pragma unroll
       for (int e = 0; e < N; ++e) {
-        const int i = v * N + e;
-        const uint32_t key = row.is_suppressed(i) ? order_key(-INFINITY) : order_key(z[e]);
+        const int i = v * N - row.shift + e;
+        const uint32_t key = row.key(i, z[e]);
         if constexpr (kGroups) {
           best = max(best, key);
-        } else {
+        } else if (row.contains(i)) {
           atomicAdd(&histogram[key >> 21], 1);
         }
       }
@@ -287,11 +343,11 @@ __device__ __forceinline__ Normalizer scan_row(const RowView<T, B>& row, int beg
 // memory, or the histogram) gathered and sorted into shared.candidates, the k best first. Starts with the
 // candidate count at 0 and pass 1 published.
 template <typename T, typename B, int N, bool kGroups>
-__device__ void select_best(const RowView<T, B>& row, int vocab, int k, const uint32_t* group_max, TopkShared& shared) {
-  const int vectors = vocab / N;
+__device__ void select_best(const RowView<T, B>& row, int k, const uint32_t* group_max, TopkShared& shared) {
+  const int vocab = row.vocab;
   constexpr int kLanes = kLanesPerGroup<N>;
   if constexpr (kGroups) {
-    const int groups = (vectors + kLanes - 1) / kLanes;
+    const int groups = group_count<N>(vocab, row.shift);
     int needed = 0, equal = 0;
     const uint32_t threshold = select_key([&](int g) { return group_max[g]; }, groups, k, shared, needed, equal);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -299,8 +355,9 @@ __device__ void select_best(const RowView<T, B>& row, int vocab, int k, const ui
     for (int g = warp; g < groups; g += kThreads / 32) {
       if (group_max[g] < threshold) continue;
       for (int e = lane; e < kGroupSize; e += 32) {
-        const int i = g * kGroupSize + e;
+        const int i = g * kGroupSize + e - row.shift;
         if (i >= vocab) break;
+        if (i < 0) continue;  // before the row, in its first vector
         const uint32_t key = row.key(i);
         if (key >= threshold) append_candidate(shared, key, i);
       }
@@ -321,7 +378,7 @@ __device__ void select_best(const RowView<T, B>& row, int vocab, int k, const ui
   int count = shared.candidate_count;
   if (count > kCandidateCapacity) {
     __syncthreads();  // everyone has read the count before the fallback resets it
-    select_exactly(row, vocab, k, shared);
+    select_exactly(row, k, shared);
     count = k;
   }
   sort_candidates(shared, count);
@@ -344,28 +401,29 @@ __global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArgument
   __shared__ TopkShared shared;
   extern __shared__ uint32_t group_max[];  // [groups], Hierarchical only
   const int64_t row_index = blockIdx.x;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
+  const RowView<T, B> row = row_of<N>(args, row_index);
   if (!kGroups) clear_histogram(shared);
-  const Normalizer normalizer = scan_row<T, B, N, kGroups>(row, 0, args.vocab / N, group_max, shared.histogram);
+  const Normalizer normalizer =
+      scan_row<T, B, N, kGroups>(row, 0, vector_count<N>(row.vocab, row.shift), group_max, shared.histogram);
   if (threadIdx.x == 0) shared.candidate_count = 0;
   const float log_sum_exp = block_log_sum_exp(normalizer, shared.scratch);  // its barriers publish pass 1
-  select_best<T, B, N, kGroups>(row, args.vocab, args.k, group_max, shared);
+  select_best<T, B, N, kGroups>(row, args.k, group_max, shared);
   write_best(args, row_index, shared, log_sum_exp);
 }
 
 // Few rows with the group filter: pass 1 split over chunks of the row, a block each (one block reading a
 // whole row waits on one memory round trip after another), then a block per row for the rest. A chunk
-// writes its groups' maxima and its normalizer into the row's scratch: [groups] keys, then [chunks] pairs
-// (largest logit, sum of exp(z - largest)).
+// writes its groups' maxima and its normalizer into the row's scratch: [groups] keys (as many as the most
+// shifted row makes), then [chunks] pairs (largest logit, sum of exp(z - largest)).
 template <typename T, typename B, int N>
 __global__ void __launch_bounds__(kThreads)
     log_softmax_topk_scan_kernel(TopkArguments<T, B> args, uint32_t* __restrict__ scratch, int chunk_vectors,
                                  int row_words) {
   __shared__ float reduction[32];
   const int64_t row_index = blockIdx.y;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
-  const int vectors = args.vocab / N, groups = (vectors + kLanesPerGroup<N> - 1) / kLanesPerGroup<N>;
-  const int begin = blockIdx.x * chunk_vectors, end = min(begin + chunk_vectors, vectors);
+  const RowView<T, B> row = row_of<N>(args, row_index);
+  const int groups = group_count<N>(args.vocab, max_shift<N>(args.vocab));
+  const int begin = blockIdx.x * chunk_vectors, end = min(begin + chunk_vectors, vector_count<N>(row.vocab, row.shift));
   uint32_t* row_scratch = scratch + row_index * row_words;
   const Normalizer normalizer = scan_row<T, B, N, true>(row, begin, end, row_scratch, nullptr);
   const float chunk_max = block_max(normalizer.max, reduction);
@@ -385,10 +443,10 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ TopkShared shared;
   extern __shared__ uint32_t group_max[];  // [groups]
   const int64_t row_index = blockIdx.x;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
-  const int groups = (args.vocab / N + kLanesPerGroup<N> - 1) / kLanesPerGroup<N>;
+  const RowView<T, B> row = row_of<N>(args, row_index);
+  const int groups = group_count<N>(args.vocab, max_shift<N>(args.vocab));
   const uint32_t* row_scratch = scratch + row_index * row_words;
-  for (int g = threadIdx.x; g < groups; g += kThreads) group_max[g] = row_scratch[g];
+  for (int g = threadIdx.x; g < group_count<N>(row.vocab, row.shift); g += kThreads) group_max[g] = row_scratch[g];
   float chunk_max = -INFINITY, chunk_sum = 0.0f;
   if (static_cast<int>(threadIdx.x) < chunks) {
     const float* pair = reinterpret_cast<const float*>(row_scratch + groups + 2 * threadIdx.x);
@@ -398,7 +456,7 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) shared.candidate_count = 0;
   const float row_max = block_max(chunk_max, shared.scratch);  // its barriers publish the group maxima
   const float sum = block_sum(chunk_max == -INFINITY ? 0.0f : chunk_sum * expf(chunk_max - row_max), shared.scratch);
-  select_best<T, B, N, true>(row, args.vocab, args.k, group_max, shared);
+  select_best<T, B, N, true>(row, args.k, group_max, shared);
   write_best(args, row_index, shared, row_max == -INFINITY ? -INFINITY : row_max + logf(sum));
 }
 
@@ -408,8 +466,8 @@ __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArgume
   __shared__ float scratch[32];
   __shared__ unsigned long long warp_best[32];
   const int64_t row_index = blockIdx.x;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
-  const int vectors = args.vocab / N;
+  const RowView<T, B> row = row_of<N>(args, row_index);
+  const int vectors = vector_count<N>(row.vocab, row.shift);
   Normalizer normalizer;
   // A thread visits its indices in increasing order, so a strict comparison keeps the lowest index of a tie.
   uint32_t best_key = kNoKey;
@@ -421,8 +479,8 @@ __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArgume
     normalizer.add(z);
 #pragma unroll
     for (int e = 0; e < N; ++e) {
-      const int i = v * N + e;
-      const uint32_t key = row.is_suppressed(i) ? order_key(-INFINITY) : order_key(z[e]);
+      const int i = v * N - row.shift + e;
+      const uint32_t key = row.key(i, z[e]);
       if (key > best_key) {
         best_key = key;
         best_index = i;
@@ -461,8 +519,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float scratch[32];
   __shared__ unsigned long long warp_best[32];
   const int64_t row_index = blockIdx.y;
-  const RowView<T, B> row{args.logits + row_index * args.vocab, args.bias, args.suppressed};
-  const int vectors = args.vocab / N;
+  const RowView<T, B> row = row_of<N>(args, row_index);
+  const int vectors = vector_count<N>(row.vocab, row.shift);
   const int per_chunk = (vectors + gridDim.x - 1) / gridDim.x;
   const int begin = blockIdx.x * per_chunk, end = min(vectors, begin + per_chunk);
   Normalizer normalizer;
@@ -474,8 +532,8 @@ __global__ void __launch_bounds__(kThreads)
     normalizer.add(z);
 #pragma unroll
     for (int e = 0; e < N; ++e) {
-      const int i = v * N + e;
-      const uint32_t key = row.is_suppressed(i) ? order_key(-INFINITY) : order_key(z[e]);
+      const int i = v * N - row.shift + e;
+      const uint32_t key = row.key(i, z[e]);
       if (key > best_key) {
         best_key = key;
         best_index = i;
@@ -530,15 +588,26 @@ int argmax_chunks(int64_t rows, int vectors) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({wanted, 32, vectors / kThreads})));
 }
 
-template <int N>
-int group_count(int vocab) {
-  return (vocab / N + kLanesPerGroup<N> - 1) / kLanesPerGroup<N>;
-}
+// The group filter's maxima beside TopkShared fit the smallest shared memory opt-in since Volta (64 KB,
+// Turing). The vocabularies ops::hierarchical_topk_fits promises make few enough groups even with scalar
+// loads (32 ids a group), and at least kMaxDeviceTopk with any loads (64 ids a group at most).
+static_assert(sizeof(TopkShared) + kMaxGroupBytes <= 65536, "the group filter must fit every GPU's shared memory");
+static_assert(group_count<1>(static_cast<int>(ops::kMaxHierarchicalTopkVocab), 0) * sizeof(uint32_t) <= kMaxGroupBytes,
+              "the group filter must take ops::kMaxHierarchicalTopkVocab with scalar loads");
+static_assert(group_count<8>(static_cast<int>(ops::kMinHierarchicalTopkVocab), 0) >= ops::kMaxDeviceTopk,
+              "ops::kMinHierarchicalTopkVocab must make kMaxDeviceTopk groups of 64 ids");
+
+// Lets a group filter kernel take `group_bytes` of dynamic shared memory (up to kMaxGroupBytes, which with
+// its static TopkShared passes the 48 KB a launch gets unasked). Asked at every launch rather than only past
+// 48 KB, since the static size is the device compiler's; the runtime sets the attribute only as it grows.
+void allow_group_memory(const void* kernel, size_t group_bytes) { allow_dynamic_shared_memory(kernel, group_bytes); }
 
 template <typename T, typename B, int N>
 void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorithm algorithm, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(rows);
-  const int chunks = args.k == 1 ? argmax_chunks(rows, args.vocab / N) : 1;
+  // The most vectors a row spans (the unshifted rows one fewer, or as many).
+  const int vectors = vector_count<N>(args.vocab, max_shift<N>(args.vocab));
+  const int chunks = args.k == 1 ? argmax_chunks(rows, vectors) : 1;
   if (chunks > 1) {  // k = 1
     static_assert(sizeof(ArgmaxPartial) % sizeof(int32_t) == 0, "partials are stored in an int32 tensor");
     constexpr int64_t kWords = sizeof(ArgmaxPartial) / sizeof(int32_t);
@@ -551,16 +620,17 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorit
   } else if (args.k == 1) {
     log_softmax_argmax_kernel<T, B, N><<<blocks, kThreads, 0, stream>>>(args);
   } else {
-    const int groups = group_count<N>(args.vocab);
+    // Shared memory holds the most shifted row's groups; the threshold needs k from the least shifted.
+    const int groups = group_count<N>(args.vocab, max_shift<N>(args.vocab));
     const size_t group_bytes = sizeof(uint32_t) * static_cast<size_t>(groups);
-    const bool groups_fit = groups >= args.k && group_bytes <= kMaxGroupBytes;
+    const bool groups_fit = group_count<N>(args.vocab, 0) >= args.k && group_bytes <= kMaxGroupBytes;
     if (algorithm == ops::TopkAlgorithm::Hierarchical)
       SEQTRANS_CHECK(groups_fit, "log_softmax_topk: a vocabulary of {} makes {} groups, the group threshold needs {} to {}",
                      args.vocab, groups, args.k, kMaxGroupBytes / sizeof(uint32_t));
     const bool group_filter = algorithm != ops::TopkAlgorithm::FullScan && groups_fit;
     // Pass 1 split as for the argmax, in whole groups; chunks (at most kThreads) hand their normalizers to
     // the select kernel's threads.
-    const int vectors = args.vocab / N, scan_chunks = std::min(argmax_chunks(rows, vectors), kThreads);
+    const int scan_chunks = std::min(argmax_chunks(rows, vectors), kThreads);
     const int chunk_vectors = (vectors + scan_chunks - 1) / scan_chunks;
     const int aligned_vectors = (chunk_vectors + kLanesPerGroup<N> - 1) / kLanesPerGroup<N> * kLanesPerGroup<N>;
     const int chunks = (vectors + aligned_vectors - 1) / aligned_vectors;
@@ -571,9 +641,13 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorit
       log_softmax_topk_scan_kernel<T, B, N><<<dim3(chunks, blocks), kThreads, 0, stream>>>(args, words, aligned_vectors,
                                                                                             row_words);
       CUDA_CHECK_LAUNCH();
-      log_softmax_topk_select_kernel<T, B, N><<<blocks, kThreads, group_bytes, stream>>>(args, words, chunks, row_words);
+      const auto select_kernel = log_softmax_topk_select_kernel<T, B, N>;
+      allow_group_memory(reinterpret_cast<const void*>(select_kernel), group_bytes);
+      select_kernel<<<blocks, kThreads, group_bytes, stream>>>(args, words, chunks, row_words);
     } else if (group_filter) {
-      log_softmax_topk_kernel<T, B, N, true><<<blocks, kThreads, group_bytes, stream>>>(args);
+      const auto filter_kernel = log_softmax_topk_kernel<T, B, N, true>;
+      allow_group_memory(reinterpret_cast<const void*>(filter_kernel), group_bytes);
+      filter_kernel<<<blocks, kThreads, group_bytes, stream>>>(args);
     } else {
       log_softmax_topk_kernel<T, B, N, false><<<blocks, kThreads, 0, stream>>>(args);
     }
@@ -584,8 +658,9 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorit
 template <typename T, typename B>
 void dispatch_width(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorithm algorithm, cudaStream_t stream) {
   constexpr int kWidth = kVectorWidth<T>;
-  // Vector loads need every row, and the bias, to start on a vector boundary.
-  const bool vectorized = args.vocab % kWidth == 0 && is_aligned(args.logits, sizeof(T) * kWidth) &&
+  // Vector loads need the logits and the bias to start on a vector boundary (rows may start anywhere:
+  // RowView's shift).
+  const bool vectorized = is_aligned(args.logits, sizeof(T) * kWidth) &&
                           (args.bias == nullptr || is_aligned(args.bias, sizeof(B) * kWidth));
   if (vectorized)
     launch_topk<T, B, kWidth>(args, rows, algorithm, stream);

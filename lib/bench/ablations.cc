@@ -30,7 +30,7 @@ std::string describe(const EngineSettings& settings) {
          (tuning.persistent_argmax ? "" : ", greedy output layer outside the persistent kernel");
 }
 
-std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload) {
+std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload, int64_t target_vocab) {
   std::vector<Ablation> list;
   if (workload == Workload::RealFile) {
     Ablation iteration{"batching shrinking", "iteration-level batching", base, base};
@@ -56,12 +56,15 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   fused.without_idea.tuning.fused_output = false;
   list.push_back(fused);
 
-  // Hierarchical against a full scan, both explicit: Auto may pick either for a given shape.
-  Ablation hierarchical{"no-hierarchical-topk", "hierarchical top-k", base, base};
-  hierarchical.with_idea.tuning.topk_algorithm = ops::TopkAlgorithm::Hierarchical;
-  hierarchical.without_idea.tuning.topk_algorithm = ops::TopkAlgorithm::FullScan;
-  hierarchical.with_idea.tuning.fused_output = hierarchical.without_idea.tuning.fused_output = true;
-  list.push_back(hierarchical);
+  // Hierarchical against a full scan, both explicit: Auto may pick either for a given shape. Left out on a
+  // GPU where forcing Hierarchical could stop the run (too few groups, or too many); the CPU always scans.
+  if (device != Device::CUDA || ops::hierarchical_topk_fits(target_vocab)) {
+    Ablation hierarchical{"no-hierarchical-topk", "hierarchical top-k", base, base};
+    hierarchical.with_idea.tuning.topk_algorithm = ops::TopkAlgorithm::Hierarchical;
+    hierarchical.without_idea.tuning.topk_algorithm = ops::TopkAlgorithm::FullScan;
+    hierarchical.with_idea.tuning.fused_output = hierarchical.without_idea.tuning.fused_output = true;
+    list.push_back(hierarchical);
+  }
 
   // Graphs need the fused output layer (the host top-k copies logits mid-step).
   if (device != Device::CUDA) return list;

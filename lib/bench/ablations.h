@@ -41,8 +41,9 @@ struct Ablation {
 // Where an ablation runs: the batching ablation needs a stream of sentences (real mode).
 enum class Workload { RealFile, SyntheticBatch };
 
-// Every ablation relative to `base` that applies on `device` (CUDA graphs only on a GPU): each changes
-// only its own switch, so an idea that `base` has already turned off is measured by turning it back on.
-std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload);
+// Every ablation relative to `base` that applies on `device` (CUDA graphs only on a GPU) and to the model's
+// target vocabulary (the hierarchical top-k only where it can be forced): each changes only its own switch,
+// so an idea that `base` has already turned off is measured by turning it back on.
+std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload, int64_t target_vocab);
 
 }  // namespace seqtrans::bench

@@ -199,7 +199,8 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
 
   if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
   if (options.ablations) {
-    for (const Ablation& ablation : ablations(options.engine, options.translator.device, Workload::RealFile)) {
+    for (const Ablation& ablation :
+         ablations(options.engine, options.translator.device, Workload::RealFile, report.config.target_vocab_size)) {
       const AblationResult measured = measurements.ablate(ablation);
       if (progress)
         progress(fmt::format("{}: {:.2f}x ({:.3f} s with, {:.3f} s without)", ablation.idea, measured.speedup(),

@@ -294,7 +294,8 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
                                     options.hardware);
           if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
           if (options.ablations) {
-            for (const Ablation& ablation : ablations(options.engine, options.device, Workload::SyntheticBatch))
+            for (const Ablation& ablation : ablations(options.engine, options.device, Workload::SyntheticBatch,
+                                                      report.config.target_vocab_size))
               result.ablations.push_back(measurements.ablate(ablation));
           }
           if (progress)

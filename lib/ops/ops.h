@@ -213,6 +213,14 @@ enum class TopkAlgorithm {
   Hierarchical,  // retrieve-then-rerank: group maxima give a threshold, only groups above it are re-read
 };
 inline constexpr int kMaxDeviceTopk = 64;  // the GPU's largest k (beam search asks for 2 x beam)
+// The vocabularies where Hierarchical can be forced at every k up to kMaxDeviceTopk, whatever the dtype and
+// alignment: each row makes at least k groups (of at most 64 ids) and their maxima fit shared memory.
+// Forcing it elsewhere may be an error; Auto then scans.
+inline constexpr int64_t kMinHierarchicalTopkVocab = 64 * kMaxDeviceTopk;
+inline constexpr int64_t kMaxHierarchicalTopkVocab = 262144;
+inline bool hierarchical_topk_fits(int64_t vocab) {
+  return vocab >= kMinHierarchicalTopkVocab && vocab <= kMaxHierarchicalTopkVocab;
+}
 struct TopkOptions {
   int k = 1;                               // 1 <= k <= V, and <= kMaxDeviceTopk on the GPU; 1 is a fused argmax
   const Tensor* bias = nullptr;            // [V], the logits' dtype or fp32

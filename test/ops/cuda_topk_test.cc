@@ -114,13 +114,24 @@ struct TopkCase {
   Pattern pattern;
   bool suppress;
   ops::TopkAlgorithm algorithm;
+  bool misaligned = false;  // the logits one element past a vector boundary: scalar loads throughout
 };
+
+// The logits on the device: their own allocation, or a view one element into a larger one.
+Tensor device_logits(const Tensor& logits, bool misaligned) {
+  if (!misaligned) return logits.to(Device::CUDA);
+  const int64_t elements = logits.elements();
+  Tensor buffer({elements + 1}, logits.dtype(), Device::CUDA);
+  Tensor view = buffer.slice_rows(1, elements + 1).reshape(logits.shape());
+  view.copy_from(logits);
+  return view;
+}
 
 // Runs one case on the GPU and compares with the host twin; the inputs the GPU sees (fp16-rounded when
 // the logits are fp16) are the inputs the reference sees.
 void check_case(const TopkCase& c) {
   CAPTURE(c.rows, c.vocab, c.k, dtype_name(c.dtype), static_cast<int>(c.bias), pattern_name(c.pattern), c.suppress,
-          algorithm_name(c.algorithm));
+          algorithm_name(c.algorithm), c.misaligned);
   Tensor logits = Tensor::from_floats({c.rows, c.vocab}, make_logits(c.rows, c.vocab, c.pattern));
   if (c.dtype == DataType::F16) logits = logits.to(DataType::F16);
   std::vector<float> logit_values = logits.to_float_vector();
@@ -149,7 +160,7 @@ void check_case(const TopkCase& c) {
   options.bias = c.bias == BiasKind::None ? nullptr : &bias;
   options.suppressed_ids = suppressed.empty() ? nullptr : &suppressed_gpu;
   options.algorithm = c.algorithm;
-  const Tensor logits_gpu = logits.to(Device::CUDA);
+  const Tensor logits_gpu = device_logits(logits, c.misaligned);
   Tensor values({c.rows, c.k}, DataType::F32, Device::CUDA);
   Tensor indices({c.rows, c.k}, DataType::I32, Device::CUDA);
   cuda::log_softmax_topk(logits_gpu, options, values, indices, cuda::current_stream());
@@ -216,6 +227,56 @@ TEST_CASE("cuda log_softmax_topk handles odd and large vocabularies", "[gpu]") {
         check_case({5, vocab, k, dtype, BiasKind::Same, Pattern::Ties, false, A::Auto});
       }
     }
+}
+
+// Vocabularies that are not a multiple of the vector width (4 fp32, 8 fp16; 128,112 is, for comparison):
+// over 9 rows, rows start at every offset the vocabulary makes (all eight for an odd one) and are read as a
+// partial first vector, aligned vectors and a partial last one. The bias, aligned at id 0, is read by
+// elements in the shifted rows (an fp16 one in the next test). Few rows: pass 1 split over blocks.
+TEST_CASE("cuda log_softmax_topk loads rows that start mid-vector", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  using A = ops::TopkAlgorithm;
+  struct Extras {
+    BiasKind bias;
+    bool suppress;
+  };
+  const int64_t vocabularies[] = {32001, 50265, 128112, 250054, 256206};
+  const Extras extras_kinds[] = {{BiasKind::None, false}, {BiasKind::F32, true}};
+  for (int64_t vocab : vocabularies)
+    for (DataType dtype : {DataType::F32, DataType::F16})
+      for (const Extras& extras : extras_kinds)
+        for (int k : {1, 4, 8})
+          for (A algorithm : {A::Hierarchical, A::FullScan}) {
+            if (k == 1 && algorithm == A::FullScan) continue;  // k = 1 is one argmax whatever the algorithm
+            check_case({9, vocab, k, dtype, extras.bias, Pattern::Uniform, extras.suppress, algorithm});
+          }
+}
+
+// Ties and -inf across a row's partial first and last vectors: the lower id still wins.
+TEST_CASE("cuda log_softmax_topk breaks ties to the lower id in rows that start mid-vector", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  using A = ops::TopkAlgorithm;
+  for (int64_t vocab : {int64_t{32001}, int64_t{256206}})
+    for (Pattern pattern : {Pattern::Ties, Pattern::MostlyInf, Pattern::AllInf})
+      for (DataType dtype : {DataType::F32, DataType::F16})
+        for (int k : {1, 8})
+          for (A algorithm : {A::Hierarchical, A::FullScan})
+            check_case({9, vocab, k, dtype, BiasKind::Same, pattern, true, algorithm});
+}
+
+// One block per row (300 rows fill the GPU), NLLB's beam-search shape among them; the group filter past
+// the 48 KB of shared memory a launch gets unasked (scalar loads at NLLB's vocabulary: 8,007 groups of 32;
+// vectorized loads at 500,001 ids: 7,813 of 64).
+TEST_CASE("cuda log_softmax_topk at NLLB's vocabulary and beyond", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  using A = ops::TopkAlgorithm;
+  for (DataType dtype : {DataType::F32, DataType::F16})
+    for (int k : {1, 8}) {
+      check_case({300, 50265, k, dtype, BiasKind::Same, Pattern::Uniform, true, A::Auto});
+      check_case({9, 256206, k, dtype, BiasKind::None, Pattern::Uniform, true, A::Hierarchical, true});
+      check_case({3, 500001, k, dtype, BiasKind::F32, Pattern::Uniform, true, A::Auto});
+    }
+  check_case({300, 256206, 8, DataType::F16, BiasKind::None, Pattern::Uniform, true, A::Auto});
 }
 
 TEST_CASE("cuda log_softmax_topk covers many rows", "[gpu]") {
