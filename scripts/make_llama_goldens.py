@@ -273,13 +273,13 @@ def teacher_forced_score(model, sequence, prompt_length, device):
     return float(log_probs[torch.arange(len(generated)), generated].sum()) / len(generated)
 
 
-def settings_line(name, num_beams, prompt_ids_example):
+def settings_line(name, num_beams, add_bos, device):
     template = urllib.parse.quote(PROMPT.replace("{source}", "\0"), safe=":").replace("%00", "{source}")
     return (f"model={name} num_beams={num_beams} do_sample=False length_penalty=1.0 early_stopping=False "
             f"num_return_sequences=1 max_new_tokens={MAX_NEW_TOKENS} bad_words_ids=None forced_eos_token_id=None "
             f"min_length=0 repetition_penalty=1.0 no_repeat_ngram_size=0 target_prefixes=none "
-            f"prompt_template={template} bos_id={BOS} eos_id={EOS} pad_id={EOS} add_bos={prompt_ids_example[0] == BOS} "
-            f"batch_size=1 dtype=float32 device=cpu "
+            f"prompt_template={template} bos_id={BOS} eos_id={EOS} pad_id={EOS} add_bos={add_bos} "
+            f"batch_size=1 dtype=float32 device={device} "
             f"score={'sequences_scores' if num_beams > 1 else 'sum(log_softmax(raw logits))'} "
             f"columns=source_text,prompt_ids,output_ids,finished,score")
 
@@ -313,7 +313,7 @@ def make_goldens(out_dir, name, args):
             min_gap, max_check = min(min_gap, gap), max(max_check, check)
             if gap < NEAR_TIE:
                 near_ties.append((line_number, gap))
-        write_tsv(os.path.join(golden, f"{name}_{label}.tsv"), settings_line(name, num_beams, prompt_ids[0]), rows)
+        write_tsv(os.path.join(golden, f"{name}_{label}.tsv"), settings_line(name, num_beams, prompt_ids[0][0] == BOS, args.device), rows)
         lengths = sorted(len(row[2]) for row in rows)
         summaries[label] = dict(num_beams=num_beams, seconds=time.time() - started, total=len(rows),
                                 finished=sum(row[3] for row in rows), min_gap=min_gap, near_ties=near_ties,
@@ -416,7 +416,7 @@ def write_summary(golden, name, args, sources, prompt_ids, summaries, agreeing, 
         f"# {name}: Hugging Face generate() goldens", "",
         f"Made by `scripts/make_llama_goldens.py test/data --models {name}` (seed {training['seed']}) with transformers "
         f"{transformers.__version__}, torch {torch.__version__}, sentencepiece {sentencepiece.__version__}, Python "
-        f"{platform.python_version()}, on the {args.device.upper() if args.device == 'cpu' else args.device} in fp32, "
+        f"{platform.python_version()}, on the {args.device.upper()} in fp32, "
         f"{time.strftime('%Y-%m-%d')}.", "",
         f"## The model: `test/data/{name}/`, converted: `test/data/{name}.seqtrans`", "",
         f"A small `LlamaForCausalLM` saved with `save_pretrained`, its `LlamaTokenizer` files and `tokenizer.model` "
