@@ -49,5 +49,12 @@ int main(int argc, char** argv) {
   write_model_file(directory + "/tiny.seqtrans", make_tiny_model(small_shape()));
   write_model_file(directory + "/optional_fields.seqtrans", with_optional_fields(make_tiny_model(small_shape())));
   write_model_file(directory + "/two_encoder_layers.seqtrans", make_tiny_model(two_layers));
+  TinyLlamaShape llama;
+  llama.d_model = 8;
+  llama.ffn = 8;
+  llama.layers = 1;
+  llama.vocab = 6;
+  llama.max_positions = 8;
+  write_model_file(directory + "/tiny_llama.seqtrans", make_tiny_llama_model(llama));
   return 0;
 }

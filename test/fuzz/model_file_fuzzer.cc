@@ -34,7 +34,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)sum;
     // What the reader promised: a config the rest of the engine can size itself from.
     const seqtrans::ModelConfig& config = model.config();
-    require(config.d_model >= 1 && config.d_model % config.encoder.num_heads == 0, "d_model accepted unchecked");
+    require(config.d_model >= 1, "d_model accepted unchecked");
+    for (const seqtrans::StackConfig* stack : {&config.encoder, &config.decoder}) {
+      if (stack == &config.encoder && config.kind == seqtrans::ModelKind::DecoderOnly) continue;
+      require(stack->num_heads >= 1 && (stack->head_dim > 0 || config.d_model % stack->num_heads == 0) &&
+                  stack->num_heads % seqtrans::key_value_heads(*stack) == 0,
+              "attention heads accepted unchecked");
+    }
     require(config.eos_id >= 0 && config.eos_id < config.target_vocab_size, "eos_id accepted unchecked");
   } catch (const seqtrans::Error& error) {
     const std::string message = error.what();
