@@ -60,7 +60,9 @@ struct DecoderStepInputs {
   const Tensor& memory_starts;   // [s] int32: where each slot's sentence's run starts in the memory pool
   const Tensor& source_lengths;  // [s] int32: its length
   int64_t source_span = 0;       // the longest run cross-attention reads (at least every source length)
-  const Tensor* cache_rows = nullptr;  // [s] int32: the cache block each slot writes (null: row s, whole rows)
+  // [s] int32: the cache block each slot writes. Null: slot s writes row s of whole-row caches, the block
+  // layout with one block per slot; the models always pass blocks, the op tests build whole rows by hand.
+  const Tensor* cache_rows = nullptr;
 };
 
 class DecoderLayer {
