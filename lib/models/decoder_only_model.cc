@@ -170,25 +170,16 @@ void DecoderOnlyModel::fill_step_inputs(DecoderState& base_state, const std::vec
                                         int32_t* inputs) const {
   auto& state = static_cast<DecoderOnlyState&>(base_state);
   RowPool& pool = state.rows;
-  const int64_t slots = pool.slots(), rows = pool.rows();
-  pool.assign_blocks();
-  // Padding rows (graphs only) feed BOS at position 0 with no keys and write no block.
+  const int64_t rows = pool.rows();
   std::fill(inputs, inputs + kStepInputs * rows, 0);
   const auto row = [&](StepInput which) { return inputs + which * rows; };
-  std::copy(input_ids.begin(), input_ids.end(), row(kIds));
-  std::fill(row(kIds) + slots, row(kIds) + rows, config_.bos_id);
-  for (int64_t s = 0; s < slots; ++s) {
-    // A sequence's first step feeds its prompt's last token, in place of the searches' start id.
+  pool.write_step_inputs(input_ids, config_.bos_id,
+                         {row(kIds), row(kPositions), row(kKeyLengths), row(kReorder), row(kCacheRows)});
+  // A sequence's first step feeds its prompt's last token, in place of the searches' start id.
+  for (int64_t s = 0; s < pool.slots(); ++s) {
     const int32_t sequence = pool.sequences[s];
     if (pool.positions[s] == state.prompt_lengths[sequence] - 1) row(kIds)[s] = state.last_tokens[sequence];
   }
-  std::copy(pool.positions.begin(), pool.positions.end(), row(kPositions));
-  for (int64_t s = 0; s < slots; ++s) row(kKeyLengths)[s] = pool.positions[s] + 1;
-  std::iota(row(kReorder), row(kReorder) + rows, 0);
-  std::copy(pool.reorder.begin(), pool.reorder.end(), row(kReorder));
-  std::fill(row(kCacheRows), row(kCacheRows) + rows, -1);
-  std::copy(pool.blocks.begin(), pool.blocks.end(), row(kCacheRows));
-  pool.record_key_lengths(row(kKeyLengths));
 }
 
 Tensor DecoderOnlyModel::decode(DecoderOnlyState& state, int64_t rows) const {

@@ -314,25 +314,16 @@ void EncoderDecoderModel::fill_step_inputs(DecoderState& base_state, const std::
                                            int32_t* inputs) const {
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   RowPool& pool = state.rows;
-  const int64_t slots = pool.slots(), rows = pool.rows();
-  pool.assign_blocks();
-  // Padding rows (graphs only) decode a start token at position 0 with no keys and no memory, and write
-  // no cache row: they read and write nothing that a slot uses.
+  const int64_t rows = pool.rows();
+  // Padding rows also read no memory (length 0).
   std::fill(inputs, inputs + kStepInputs * rows, 0);
   const auto row = [&](StepInput which) { return inputs + which * rows; };
-  std::copy(input_ids.begin(), input_ids.end(), row(kIds));
-  std::fill(row(kIds) + slots, row(kIds) + rows, config_.decoder_start_id);
-  std::copy(pool.positions.begin(), pool.positions.end(), row(kPositions));
-  for (int64_t s = 0; s < slots; ++s) row(kKeyLengths)[s] = pool.positions[s] + 1;
-  for (int64_t s = 0; s < slots; ++s) {
+  pool.write_step_inputs(input_ids, config_.decoder_start_id,
+                         {row(kIds), row(kPositions), row(kKeyLengths), row(kReorder), row(kCacheRows)});
+  for (int64_t s = 0; s < pool.slots(); ++s) {
     row(kMemoryStarts)[s] = state.memory.starts[pool.sequences[s]];
     row(kSourceLengths)[s] = state.memory.lengths[pool.sequences[s]];
   }
-  std::iota(row(kReorder), row(kReorder) + rows, 0);
-  std::copy(pool.reorder.begin(), pool.reorder.end(), row(kReorder));
-  std::fill(row(kCacheRows), row(kCacheRows) + rows, -1);
-  std::copy(pool.blocks.begin(), pool.blocks.end(), row(kCacheRows));
-  pool.record_key_lengths(row(kKeyLengths));
 }
 
 EncoderDecoderModel::DecodedStep EncoderDecoderModel::decode(EncoderDecoderState& state, int64_t rows,

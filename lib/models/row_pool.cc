@@ -161,7 +161,20 @@ void RowPool::note_history(int64_t row, int32_t length) {
   history_lengths_[static_cast<size_t>(row)] = length;
 }
 
-void RowPool::record_key_lengths(const int32_t* lengths) { history_lengths_.assign(lengths, lengths + rows_); }
+void RowPool::write_step_inputs(const std::vector<int32_t>& input_ids, int32_t padding_id,
+                                const StepInputRows& rows) {
+  const int64_t count = slots();
+  assign_blocks();
+  std::copy(input_ids.begin(), input_ids.end(), rows.ids);
+  std::fill(rows.ids + count, rows.ids + rows_, padding_id);
+  std::copy(positions.begin(), positions.end(), rows.positions);
+  for (int64_t s = 0; s < count; ++s) rows.key_lengths[s] = positions[s] + 1;
+  std::iota(rows.reorder, rows.reorder + rows_, 0);
+  std::copy(reorder.begin(), reorder.end(), rows.reorder);
+  std::fill(rows.cache_rows, rows.cache_rows + rows_, -1);
+  std::copy(blocks.begin(), blocks.end(), rows.cache_rows);
+  history_lengths_.assign(rows.key_lengths, rows.key_lengths + rows_);
+}
 
 void RowPool::advance() {
   for (int32_t& position : positions) ++position;

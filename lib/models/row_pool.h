@@ -81,11 +81,14 @@ class RowPool {
   // History row `row` holds `length` positions written outside a step (a prefill): growing keeps them.
   void note_history(int64_t row, int32_t length);
 
-  // The block each slot writes at its position (block_at), into `blocks`.
-  void assign_blocks();
-  // What the step's history rows hold written after it (their key lengths, [rows]): growing the history
-  // copies only that.
-  void record_key_lengths(const int32_t* lengths);
+  // The per-row inputs every model's step feeds ([rows()] int32 each, zeroed before): the ids, then
+  // for each slot its position, key length (position + 1), the slot it continues and the block it writes
+  // (assign_blocks). Padding rows (graphs only) feed `padding_id` at position 0 with no key and write no
+  // block: they read and write nothing a slot uses. The key lengths are recorded (growing keeps them).
+  struct StepInputRows {
+    int32_t *ids, *positions, *key_lengths, *reorder, *cache_rows;
+  };
+  void write_step_inputs(const std::vector<int32_t>& input_ids, int32_t padding_id, const StepInputRows& rows);
   // After a step: positions advance and the pending reorder is spent.
   void advance();
   // Keeps the slots `sources` (with repeats: beams), in that order. Sequences left with no slot leave:
@@ -102,6 +105,8 @@ class RowPool {
 
  private:
   int32_t take_free_block();
+  // The block each slot writes at its position (block_at), into `blocks`.
+  void assign_blocks();
 
   Device device_ = Device::CPU;
   DataType dtype_ = DataType::F32;
