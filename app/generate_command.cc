@@ -49,10 +49,17 @@ int run_generate(GenerateOptions& options) {
     if (line.empty()) return line;
     return jsonl ? json_prompt(line, index + 1) : unescape_line(line);
   };
-  format.write = [jsonl, stops](std::ostream& out, size_t, const Translation& completion) {
-    for (size_t k = 0; k < completion.texts.size(); ++k) {
-      const std::string text = cut_at_stop(completion.texts[k], stops);
-      out << (jsonl ? json_completion(text, completion.tokens[k]) : escape_line(text)) << '\n';
+  format.write = [jsonl, stops](std::ostream& out, size_t index, const Translation& completion) {
+    std::vector<std::string> texts;
+    for (const std::string& text : completion.texts) texts.push_back(cut_at_stop(text, stops));
+    if (jsonl) {
+      out << json_completions(texts, completion.tokens) << '\n';
+    } else if (texts.size() > 1) {  // n-best, as translate writes it: "index ||| text ||| score"
+      for (size_t k = 0; k < texts.size(); ++k)
+        out << index << " ||| " << escape_line(texts[k]) << " ||| " << fmt::format("{:.4f}", completion.scores[k])
+            << '\n';
+    } else {
+      out << escape_line(texts[0]) << '\n';
     }
   };
   return run_lines(common, options.inputs, options.output, "", format);

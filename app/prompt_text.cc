@@ -46,8 +46,11 @@ std::string json_prompt(std::string_view line, size_t line_number) {
   return request.prompt();
 }
 
-std::string json_completion(std::string_view text, size_t tokens) {
-  std::string json = "{\"text\": \"";
+namespace {
+
+// `text` as a JSON string, quotes included.
+std::string json_string(std::string_view text) {
+  std::string json = "\"";
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
     if (c == '"') json += "\\\"";
@@ -58,7 +61,22 @@ std::string json_completion(std::string_view text, size_t tokens) {
     else if (byte < 0x20) json += fmt::format("\\u{:04x}", byte);
     else json += c;  // UTF-8 passes through
   }
-  return json + fmt::format("\", \"tokens\": {}}}", tokens);
+  return json + '"';
+}
+
+std::string json_completion(std::string_view text, size_t tokens) {
+  return fmt::format("{{\"text\": {}, \"tokens\": {}}}", json_string(text), tokens);
+}
+
+}  // namespace
+
+std::string json_completions(const std::vector<std::string>& texts, const std::vector<size_t>& tokens) {
+  std::string json = json_completion(texts.at(0), tokens.at(0));
+  if (texts.size() == 1) return json;
+  json.pop_back();  // the closing brace: the list goes in
+  json += ", \"n_best\": [";
+  for (size_t k = 0; k < texts.size(); ++k) json += (k > 0 ? ", " : "") + json_completion(texts[k], tokens[k]);
+  return json + "]}";
 }
 
 std::string cut_at_stop(std::string text, const std::vector<std::string>& stops) {

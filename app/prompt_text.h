@@ -15,8 +15,9 @@ std::string escape_line(std::string_view text);
 
 // The "prompt" of a JSON object line ({"prompt": "..."}); one-line error naming the line otherwise.
 std::string json_prompt(std::string_view line, size_t line_number);
-// {"text": ..., "tokens": N} with JSON's string escapes.
-std::string json_completion(std::string_view text, size_t tokens);
+// {"text": ..., "tokens": N} with JSON's string escapes: the best of `texts` (and their token counts); with
+// several (n-best), "n_best": [{"text": ..., "tokens": N}, ...] holds them all, best first.
+std::string json_completions(const std::vector<std::string>& texts, const std::vector<size_t>& tokens);
 
 // `text` up to the first occurrence of any of `stops` (the whole text when none occurs).
 std::string cut_at_stop(std::string text, const std::vector<std::string>& stops);

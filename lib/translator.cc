@@ -78,8 +78,10 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   file_ = std::make_unique<ModelFile>(ModelFile::open(options_.model_path));
   // Before anything sized by the beam: the model's num_beams may replace it.
   resolve_search(options_.search, options_.open_settings);
-  options_.max_input_length =
-      std::min(options_.max_input_length, static_cast<size_t>(file_->config().max_positions));
+  // A decoder-only model's prompt leaves at least one position to generate in.
+  const ModelConfig& config = file_->config();
+  const int positions = config.kind == ModelKind::DecoderOnly ? config.max_positions - 1 : config.max_positions;
+  options_.max_input_length = std::min(options_.max_input_length, static_cast<size_t>(std::max(positions, 1)));
   lap(startup_.model_file);
   // The tokenizer loads on another thread while the device initializes (a CUDA context takes ~100 ms) and
   // the weights are placed.

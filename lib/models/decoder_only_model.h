@@ -4,6 +4,7 @@
 // joining prompt), and the first step feeds the last one, so that step's output is the first generated token.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -27,7 +28,10 @@ class DecoderOnlyModel : public PooledModel {
   // What the searches feed first; the model feeds each prompt's last token in its place (fill_step_inputs).
   int32_t decoder_start_id() const override { return config_.bos_id; }
   std::vector<int32_t> suppressed_ids() const override { return config_.suppressed_ids; }
-  int max_target_length() const override { return config_.max_positions; }
+  // The prompt takes its positions but the last, which the first step feeds.
+  int max_target_length(size_t prompt_length) const override {
+    return std::max(1, config_.max_positions - static_cast<int>(prompt_length) + 1);
+  }
 
   std::unique_ptr<DecoderState> start() override;
   void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& prompts) override;

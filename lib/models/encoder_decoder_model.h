@@ -28,7 +28,7 @@ class EncoderDecoderModel : public PooledModel {
   int32_t decoder_start_id() const override { return config_.decoder_start_id; }
   std::vector<int32_t> suppressed_ids() const override { return config_.suppressed_ids; }
   // Decoder positions bound the output: the start token takes position 0.
-  int max_target_length() const override { return config_.max_positions; }
+  int max_target_length(size_t) const override { return config_.max_positions; }
 
   std::unique_ptr<DecoderState> start() override;
   void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& sources) override;

@@ -35,7 +35,7 @@ std::vector<int32_t> suppressed_without_eos(const StepModel& model) {
 }
 
 int max_generated_length(const StepModel& model, const SearchOptions& options, size_t source_length) {
-  return std::max(1, std::min(model.max_target_length(), max_generated_length(options, source_length)));
+  return std::max(1, std::min(model.max_target_length(source_length), max_generated_length(options, source_length)));
 }
 
 std::vector<int32_t> decoder_history(int32_t start_id, const std::vector<int32_t>& tokens) {

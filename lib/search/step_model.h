@@ -98,8 +98,12 @@ class StepModel {
   virtual int32_t decoder_start_id() const = 0;
   // Ids the model must never emit (e.g. Marian's pad); search masks them after normalization.
   virtual std::vector<int32_t> suppressed_ids() const = 0;
-  // Longest output the model can produce (its decoder positions); search caps every sentence's length.
-  virtual int max_target_length() const { return std::numeric_limits<int>::max(); }
+  // Longest output the model can produce after a source of `source_length` ids (the positions its decoder
+  // has left); search caps every sentence's length.
+  virtual int max_target_length(size_t source_length) const {
+    (void)source_length;
+    return std::numeric_limits<int>::max();
+  }
 
   // A state with no slots.
   virtual std::unique_ptr<DecoderState> start() = 0;

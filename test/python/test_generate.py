@@ -76,3 +76,26 @@ def test_bad_json_is_one_line_error(cli):
     result = run_cli(cli, "generate", "--jsonl", stdin='{"prompt": "a"}\n{"prompt": 3\n')
     assert result.returncode == 1
     assert "input line 2" in result.stderr.decode() and len(result.stderr.decode().splitlines()) == 1
+
+
+def test_n_best_lists_every_hypothesis(cli):
+    result = run_cli(cli, "generate", "--jsonl", "-b", "4", "--n-best", "3", "--max-new-tokens", "16",
+                     stdin="".join(json.dumps({"prompt": prompt}) + "\n" for prompt in PROMPTS[:3]))
+    assert result.returncode == 0, result.stderr.decode()
+    for line in result.stdout.decode().splitlines():
+        completion = json.loads(line)
+        assert len(completion["n_best"]) == 3
+        assert completion["n_best"][0] == {"text": completion["text"], "tokens": completion["tokens"]}
+    plain = run_cli(cli, "generate", "-b", "4", "--n-best", "3", "--max-new-tokens", "16",
+                    stdin="".join(p.replace("\n", "\\n") + "\n" for p in PROMPTS[:3]))
+    indices = [line.split(" ||| ")[0] for line in plain.stdout.decode().splitlines()]
+    assert indices == ["0", "0", "0", "1", "1", "1", "2", "2", "2"]
+
+
+def test_a_prompt_near_the_model_positions_stops_there(cli):
+    # The tiny model has 256 positions: a prompt of most of them leaves room for a few tokens, not 256.
+    long_prompt = "English: " + " ".join(["A dog runs on the grass."] * 36) + "\nGerman:"
+    result = run_cli(cli, "generate", "--jsonl", "--max-length", "256", "0",
+                     stdin=json.dumps({"prompt": long_prompt}) + "\n")
+    assert result.returncode == 0, result.stderr.decode()
+    assert json.loads(result.stdout.decode())["tokens"] < 256
