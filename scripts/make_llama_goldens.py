@@ -297,8 +297,8 @@ def settings_line(name, num_beams, add_bos, device):
 
 
 def convert(directory, output, dtype="fp32"):
-    subprocess.run([sys.executable, os.path.join(REPO, "scripts", "convert_hf.py"), directory, output, "--dtype", dtype],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, os.path.join(REPO, "scripts", "convert_hf.py"), directory, output,
+                    "--dtype", dtype], check=True, stdout=subprocess.DEVNULL)
 
 
 def make_goldens(out_dir, name, args):
