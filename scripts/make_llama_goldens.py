@@ -81,17 +81,23 @@ def log(message):
 # --- the tokenizer --------------------------------------------------------------------------------
 
 def train_spm(data_dir, seed):
-    """A SentencePiece model set up as Llama's tokenizer.model is."""
+    """The goldens' SentencePiece model: SPM_TRAIN_LINES lines of each language of Multi30k train."""
+    lines = []
+    for language in ("en", "de"):
+        lines += read_lines(data_dir, f"multi30k/train.{language}")[:SPM_TRAIN_LINES]
+    return train_llama_spm(lines, SPM_VOCAB_SIZE, seed)
+
+
+def train_llama_spm(lines, vocab_size, seed):
+    """A SentencePiece model set up as Llama's tokenizer.model is. One thread: BPE merges come out differently
+    with more, and the models must be reproducible."""
     import io
     import sentencepiece as spm
     if hasattr(spm, "set_random_generator_seed"):
         spm.set_random_generator_seed(seed)
-    lines = []
-    for language in ("en", "de"):
-        lines += read_lines(data_dir, f"multi30k/train.{language}")[:SPM_TRAIN_LINES]
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=model, model_type="bpe", vocab_size=SPM_VOCAB_SIZE,
+        sentence_iterator=iter(lines), model_writer=model, model_type="bpe", vocab_size=vocab_size,
         byte_fallback=True, normalization_rule_name="identity", add_dummy_prefix=True, remove_extra_whitespaces=False,
         split_digits=True, allow_whitespace_only_pieces=True, character_coverage=0.9995, unk_id=UNK, bos_id=BOS,
         eos_id=EOS, pad_id=-1, num_threads=1, minloglevel=2)
@@ -136,27 +142,33 @@ def build_tokenizer(directory, spm_bytes, legacy):
 
 # --- the model ------------------------------------------------------------------------------------
 
-def build_model(spec, vocab_size, seed):
+def build_model(spec, vocab_size, seed, shape=SHAPE):
     import torch
     import transformers
     torch.manual_seed(seed)
     settings = {key: value for key, value in spec.items() if key not in ("rope_theta", "generation", "legacy_tokenizer")}
     config = transformers.LlamaConfig(vocab_size=vocab_size, bos_token_id=BOS, eos_token_id=EOS, pad_token_id=None,
                                       rope_parameters={"rope_type": "default", "rope_theta": spec["rope_theta"]},
-                                      attention_dropout=0.0, **SHAPE, **settings)
+                                      attention_dropout=0.0, **shape, **settings)
     return transformers.LlamaForCausalLM(config)
 
 
 def training_sequences(tokenizer, data_dir):
-    """(ids, first loss position) of "English: {src}\\nGerman: {tgt}</s>" for each Multi30k train pair: BOS,
-    the prompt, the German tokens and EOS; the loss covers the German tokens and EOS."""
+    """prompted_sequences of the Multi30k train pairs."""
     english = read_lines(data_dir, "multi30k/train.en")
     german = read_lines(data_dir, "multi30k/train.de")
+    return prompted_sequences(tokenizer, english, german, SHAPE["max_position_embeddings"])
+
+
+def prompted_sequences(tokenizer, english, german, max_ids):
+    """(ids, first loss position) of "English: {src}\\nGerman: {tgt}</s>" for each pair: BOS, the prompt, the
+    German tokens and EOS; the loss covers the German tokens and EOS. Pairs whose prompt's ids are not a prefix
+    of the whole text's, or with more than max_ids ids, are left out."""
     prompts = tokenizer([PROMPT.format(source=text) for text in english])["input_ids"]
     full = tokenizer([PROMPT.format(source=source) + " " + target for source, target in zip(english, german)])
     sequences = []
     for prompt, ids in zip(prompts, full["input_ids"]):
-        if ids[:len(prompt)] == prompt and len(ids) + 1 <= SHAPE["max_position_embeddings"]:
+        if ids[:len(prompt)] == prompt and len(ids) + 1 <= max_ids:
             sequences.append((ids + [EOS], len(prompt)))
     return sequences
 
@@ -284,9 +296,9 @@ def settings_line(name, num_beams, add_bos, device):
             f"columns=source_text,prompt_ids,output_ids,finished,score")
 
 
-def convert(directory, output):
-    subprocess.run([sys.executable, os.path.join(REPO, "scripts", "convert_hf.py"), directory, output],
-                   check=True, stdout=subprocess.DEVNULL)
+def convert(directory, output, dtype="fp32"):
+    subprocess.run([sys.executable, os.path.join(REPO, "scripts", "convert_hf.py"), directory, output,
+                    "--dtype", dtype], check=True, stdout=subprocess.DEVNULL)
 
 
 def make_goldens(out_dir, name, args):

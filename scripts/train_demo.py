@@ -101,6 +101,28 @@ class Vocabulary:
 
 # --- batching -------------------------------------------------------------------------------------
 
+def token_budget_batches(indices, widths, max_tokens, rng):
+    """Splits indices into batches of similar widths (ties broken at random), each of at most max_tokens padded
+    ids (count x widest), in random order."""
+    sort = np.lexsort((rng.random(len(indices)), widths))
+    order, widths = indices[sort], widths[sort]
+    batches = []
+    start = 0
+    while start < len(order):
+        # widths never decrease, so (end - start) * widths[end - 1] grows with end: binary search.
+        low, high = start + 1, len(order)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if (middle - start) * widths[middle - 1] <= max_tokens:
+                low = middle
+            else:
+                high = middle - 1
+        batches.append(order[start:low])
+        start = low
+    rng.shuffle(batches)
+    return batches
+
+
 class PairSet:
     """Tokenized pairs as padded id matrices (on the training device) plus lengths on the host."""
 
@@ -125,23 +147,7 @@ class PairSet:
     def batches(self, indices, max_tokens, rng):
         """Splits indices into length-sorted batches of at most max_tokens padded ids per side."""
         longest = np.maximum(self.source_lengths[indices], self.target_lengths[indices])
-        sort = np.lexsort((rng.random(len(indices)), longest))
-        order, widths = indices[sort], longest[sort]
-        batches = []
-        start = 0
-        while start < len(order):
-            # widths never decrease, so (end - start) * widths[end - 1] grows with end: binary search.
-            low, high = start + 1, len(order)
-            while low < high:
-                middle = (low + high + 1) // 2
-                if (middle - start) * widths[middle - 1] <= max_tokens:
-                    low = middle
-                else:
-                    high = middle - 1
-            batches.append(order[start:low])
-            start = low
-        rng.shuffle(batches)
-        return batches
+        return token_budget_batches(indices, longest, max_tokens, rng)
 
     def tensors(self, batch, start_id, pad_id):
         """(source ids, source mask, decoder input ids, labels with -100 on padding), shapes [B, L]."""
