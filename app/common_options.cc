@@ -10,18 +10,19 @@
 
 namespace seqtrans::app {
 
-std::string default_model_path() {
+std::string default_model_path(ModelKind kind) {
   if (const char* path = std::getenv("SEQTRANS_MODEL"); path != nullptr && *path != '\0') return path;
-  return SEQTRANS_DEFAULT_MODEL;
+  return kind == ModelKind::DecoderOnly ? SEQTRANS_DEFAULT_GENERATION_MODEL : SEQTRANS_DEFAULT_MODEL;
 }
 
-void add_common_options(CLI::App& command, CommonOptions& options) {
+void add_common_options(CLI::App& command, CommonOptions& options, ModelKind default_kind) {
   TranslatorOptions& translator = options.translator;
   SearchOptions& search = translator.search;
-  translator.model_path = default_model_path();
+  translator.model_path = default_model_path(default_kind);
 
-  command.add_option("-m,--model", translator.model_path, "Model file (convert checkpoints with scripts/convert_hf.py)")
-      ->capture_default_str();
+  options.model_option =
+      command.add_option("-m,--model", translator.model_path, "Model file (convert checkpoints with scripts/convert_hf.py)")
+          ->capture_default_str();
   command.add_option("--source-lang", options.languages.source,
                      "Multilingual models (NLLB-200, M2M-100, mBART-50): the source language, by the checkpoint's "
                      "code (eng_Latn, en, en_XX; scripts/inspect_model.py --languages MODEL lists them)");

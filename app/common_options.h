@@ -18,6 +18,7 @@ struct CommonOptions {
   TranslatorOptions translator;
   TextSettings text;  // --device, --precision, --batching, --max-length, --force-eos as written
   // Options whose default may come from the model file: set when the user gave them.
+  CLI::Option* model_option = nullptr;
   CLI::Option* beam_size_option = nullptr;
   CLI::Option* max_length_option = nullptr;
   CLI::Option* max_batch_size_option = nullptr;
@@ -36,15 +37,17 @@ struct CommonOptions {
   DevicePlan devices;
 };
 
-// Registers the shared flags on `command`, writing into `options`.
-void add_common_options(CLI::App& command, CommonOptions& options);
+// Registers the shared flags on `command`, writing into `options`; -m defaults to the bundled model of
+// `default_kind` (default_model_path).
+void add_common_options(CLI::App& command, CommonOptions& options, ModelKind default_kind = ModelKind::EncoderDecoder);
 
 // Fills translator.device/dtype/search.max_length_*/force_eos and open_settings from the strings and
 // from which options the user gave (translator_settings.h), and sets `devices`.
 void resolve_common_options(CommonOptions& options);
 
-// The model used when -m is not given: $SEQTRANS_MODEL, else the bundled demo model.
-std::string default_model_path();
+// The model used when -m is not given: $SEQTRANS_MODEL, else the bundled demo model of that kind
+// (models/opus-demo-en-de.seqtrans, or the decoder-only models/llama-demo-en-de.seqtrans).
+std::string default_model_path(ModelKind kind = ModelKind::EncoderDecoder);
 
 // Prints the notes on what the run will not do as asked: --device auto fell back to the CPU, or
 // --threads is ignored by this build's BLAS.

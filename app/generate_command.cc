@@ -27,7 +27,7 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& options) {
   command->add_option("--stop", options.stops,
                       "A completion ends before the first occurrence of STRING (repeatable; the text is cut there; "
                       "\\n stands for a line end)");
-  add_common_options(*command, options.common);
+  add_common_options(*command, options.common, ModelKind::DecoderOnly);
   return command;
 }
 

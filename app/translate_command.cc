@@ -189,6 +189,8 @@ int run_translate(TranslateOptions& options) {
   }
   LineFormat format = translation_format(options.with_scores);
   if (!options.prompt_template.empty()) {
+    // Without -m, the bundled decoder-only demo: its template is models/llama-demo-en-de.prompt.txt.
+    if (common.model_option->count() == 0) common.translator.model_path = default_model_path(ModelKind::DecoderOnly);
     // A decoder-only model translates a line as the completion of the template around it, up to EOS or the
     // first stop string (a line end unless --stop says otherwise).
     const PromptTemplate prompt = PromptTemplate::read(options.prompt_template);

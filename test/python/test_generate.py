@@ -3,6 +3,7 @@
 the CLI's escapes, --jsonl, --stop and translate's --prompt-template must frame them as documented."""
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -99,3 +100,20 @@ def test_a_prompt_near_the_model_positions_stops_there(cli):
                      stdin=json.dumps({"prompt": long_prompt}) + "\n")
     assert result.returncode == 0, result.stderr.decode()
     assert json.loads(result.stdout.decode())["tokens"] < 256
+
+
+def test_the_bundled_decoder_only_demo_works_out_of_the_box(cli):
+    # No -m: generate (and translate with a prompt template) take models/llama-demo-en-de.seqtrans.
+    environment = {key: value for key, value in os.environ.items() if key != "SEQTRANS_MODEL"}
+    prompts = "English: A dog runs on the beach.\\nGerman:\nEnglish: Two children play football.\\nGerman:\n"
+    generated = subprocess.run([cli, "generate", "--device", "cpu", "-q", "--stop", "\\n"], input=prompts.encode(),
+                               capture_output=True, timeout=120, env=environment)
+    assert generated.returncode == 0, generated.stderr.decode()
+    lines = generated.stdout.decode().splitlines()
+    assert len(lines) == 2 and all(line.startswith(("Ein", "Zwei")) for line in lines)
+    template = REPOSITORY / "models" / "llama-demo-en-de.prompt.txt"
+    translated = subprocess.run([cli, "translate", "--device", "cpu", "-q", "--prompt-template", str(template)],
+                                input=b"A dog runs on the beach.\nTwo children play football.\n", capture_output=True,
+                                timeout=120, env=environment)
+    assert translated.returncode == 0, translated.stderr.decode()
+    assert translated.stdout.decode().splitlines() == lines
