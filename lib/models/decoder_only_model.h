@@ -28,6 +28,7 @@ class DecoderOnlyModel : public PooledModel {
   // What the searches feed first; the model feeds each prompt's last token in its place (fill_step_inputs).
   int32_t decoder_start_id() const override { return config_.bos_id; }
   std::vector<int32_t> suppressed_ids() const override { return config_.suppressed_ids; }
+  bool prompt_in_history() const override { return true; }
   // The prompt takes its positions but the last, which the first step feeds.
   int max_target_length(size_t prompt_length) const override {
     return std::max(1, config_.max_positions - static_cast<int>(prompt_length) + 1);

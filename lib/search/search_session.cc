@@ -71,9 +71,16 @@ SlotOutputs SearchSession::run_step(StepCandidates& candidates, StepSamples& sam
     input_ids.insert(input_ids.end(), inputs.begin(), inputs.end());
     banned.insert(banned.end(), inputs.size(), active.search && active.search->eos_banned(0));
     if (repetitions.on()) {
-      if (active.search)
+      if (active.search) {
+        const size_t first = repetitions.histories.size();
         active.search->add_histories(repetitions.histories);
-      else
+        if (model_.prompt_in_history())
+          for (size_t h = first; h < repetitions.histories.size(); ++h) {
+            std::vector<int32_t>& history = repetitions.histories[h];  // the start id, then the generated ids
+            history.erase(history.begin());
+            history.insert(history.begin(), active.source.begin(), active.source.end());
+          }
+      } else
         repetitions.histories.insert(repetitions.histories.end(), inputs.size(), {model_.decoder_start_id()});
     }
     if (!plan_.samples) continue;

@@ -105,6 +105,10 @@ class StepModel {
     return std::numeric_limits<int>::max();
   }
 
+  // Whether the repetition controls read the source before the generated tokens (a decoder-only model's
+  // prompt is part of its sequence, as in Hugging Face's input_ids) instead of the decoder start id.
+  virtual bool prompt_in_history() const { return false; }
+
   // A state with no slots.
   virtual std::unique_ptr<DecoderState> start() = 0;
   // Encodes `sources` (token ids, EOS included) and appends one slot per source, at position 0, after the
