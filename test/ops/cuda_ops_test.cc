@@ -16,44 +16,13 @@
 #include "ops/graph.h"
 #include "ops/ops.h"
 #include "support/gpu.h"
+#include "support/gpu_operands.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
-using seqtrans::testing::max_relative_error;
-using seqtrans::testing::random_floats;
-using seqtrans::testing::random_ints;
-
+using namespace seqtrans::testing;
 
 namespace {
-
-// One random input as the CPU sees it (fp32, already rounded to fp16 when testing fp16) and on the GPU.
-struct Operand {
-  Tensor cpu;
-  Tensor gpu;
-};
-
-Operand upload(const Tensor& host, DataType dtype) {
-  const Tensor rounded = dtype == DataType::F16 ? host.to(DataType::F16).to(DataType::F32) : host;
-  return {rounded, host.to(dtype).to(Device::CUDA)};
-}
-
-Operand random_operand(const Shape& shape, DataType dtype, float low = -1.0f, float high = 1.0f) {
-  return upload(random_floats(shape, low, high), dtype);
-}
-
-double tolerance(DataType dtype) { return dtype == DataType::F16 ? 1e-2 : 1e-5; }
-
-std::vector<float> values_of(const Tensor& x) {
-  cuda::synchronize();
-  return x.to_float_vector();
-}
-
-const DataType kFloatTypes[] = {DataType::F32, DataType::F16};
-
-std::vector<int32_t> ints_of(const Tensor& x) {
-  cuda::synchronize();
-  return x.to_int_vector();
-}
 
 ops::AttentionOptions attention_options(int64_t width, int64_t heads, const Tensor* key_rows) {
   ops::AttentionOptions options;
@@ -61,16 +30,6 @@ ops::AttentionOptions attention_options(int64_t width, int64_t heads, const Tens
   options.scale = 1.0f / std::sqrt(static_cast<float>(width / heads));
   options.key_rows = key_rows;
   return options;
-}
-
-// Random keys or values [key_batch, capacity, width] with NaN wherever no query row reads (read[r * capacity
-// + j] false): a kernel reading past a length or from the wrong row shows NaN in its result.
-Tensor poisoned_floats(int64_t key_batch, int64_t capacity, int64_t width, const std::vector<bool>& read) {
-  Tensor x = random_floats({key_batch, capacity, width});
-  for (int64_t key = 0; key < key_batch * capacity; ++key)
-    if (!read[key])
-      for (int64_t c = 0; c < width; ++c) x.data<float>()[key * width + c] = std::numeric_limits<float>::quiet_NaN();
-  return x;
 }
 
 // Per-row key lengths in [1, capacity], the first full and the second a single key.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -36,6 +37,16 @@ inline double max_relative_error(const std::vector<float>& a, const std::vector<
     worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / scale);
   }
   return a.size() == b.size() ? worst : 1e30;
+}
+
+// Random keys or values [rows, block, width] with NaN wherever no query reads (read[r * block + j] false): a
+// kernel reading past a length, from the wrong row or from the wrong kv head shows NaN in its result.
+inline Tensor poisoned_floats(int64_t rows, int64_t block, int64_t width, const std::vector<bool>& read) {
+  Tensor x = random_floats({rows, block, width});
+  for (int64_t key = 0; key < rows * block; ++key)
+    if (!read[static_cast<size_t>(key)])
+      for (int64_t c = 0; c < width; ++c) x.data<float>()[key * width + c] = std::numeric_limits<float>::quiet_NaN();
+  return x;
 }
 
 }  // namespace seqtrans::testing
