@@ -50,9 +50,10 @@ Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_b
   const Tensor query = ops::append_self_attention_step(qkv, pass.positions, key_blocks, value_blocks, pass.history, append);
   if (keys_only) return Tensor();
   // Each token reads its keys through its history row: its own (a step), or its sequence's (a prefill).
-  const Tensor key_rows = pass.history_rows != nullptr ? ops::gather_rows(pass.history, *pass.history_rows) : pass.history;
+  if (pass.history_rows != nullptr && !pass.key_rows.defined())
+    pass.key_rows = ops::gather_rows(pass.history, *pass.history_rows);
   ops::AttentionOptions attention{num_heads_, 1.0f / std::sqrt(static_cast<float>(head_dim_))};
-  attention.key_rows = &key_rows;
+  attention.key_rows = pass.history_rows != nullptr ? &pass.key_rows : &pass.history;
   attention.num_kv_heads = num_kv_heads_;
   const Tensor context =
       ops::attention(query.reshape({tokens, 1, queries}), key_blocks, value_blocks, pass.key_lengths, attention);

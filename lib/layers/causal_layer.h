@@ -22,6 +22,10 @@ struct CausalPass {
   // null: token i uses row i (a step, whose rows are its slots).
   const Tensor* history_rows = nullptr;
   const Tensor* rotary = nullptr;  // [positions, head_dim] fp32, ops::rotary_table
+  // With history_rows: each token's copy of its row, gathered by the first layer after its append wrote the
+  // pass's blocks. Every layer writes the same blocks, so the later layers read this copy instead of
+  // gathering [tokens, T] again.
+  mutable Tensor key_rows;
 };
 
 class CausalLayer {

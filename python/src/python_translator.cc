@@ -128,7 +128,7 @@ size_t PythonTranslator::translate_file(const std::string& input, const std::str
 }
 
 std::string PythonTranslator::model_kind() const {
-  const ModelKind kind = ModelFile::open(model_path()).config().kind;
+  const ModelKind kind = group_->model_file().config().kind;
   return kind == ModelKind::DecoderOnly ? "decoder-only" : "encoder-decoder";
 }
 
