@@ -9,35 +9,22 @@
 #include "catch.h"
 #include "core/error.h"
 #include "ops/ops.h"
+#include "support/attention_heads.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
 using seqtrans::testing::max_relative_error;
 using seqtrans::testing::random_floats;
 using seqtrans::testing::random_ints;
+using seqtrans::testing::gqa_options;
+using seqtrans::testing::Heads;
 
 namespace {
 
 constexpr double kTolerance = 1e-5;
 
-// One attention shape: query heads, kv heads, head size.
-struct Heads {
-  int heads, kv_heads, head_dim;
-  int64_t width() const { return int64_t{heads} * head_dim; }
-  int64_t kv_width() const { return int64_t{kv_heads} * head_dim; }
-};
-
 // GQA ratios 1, 2 and 4 at head sizes 64 and 128.
 const Heads kHeadShapes[] = {{4, 4, 64}, {4, 2, 64}, {8, 2, 64}, {2, 2, 128}, {4, 2, 128}, {4, 1, 128}};
-
-ops::AttentionOptions gqa_options(const Heads& shape, const Tensor* key_rows = nullptr) {
-  ops::AttentionOptions options;
-  options.num_heads = shape.heads;
-  options.num_kv_heads = shape.kv_heads;
-  options.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  options.key_rows = key_rows;
-  return options;
-}
 
 // Softmax attention of one query row [heads * head_dim] over key and value rows [kv_heads * head_dim], in
 // double; query head h reads kv head h / (heads / kv_heads), as Hugging Face's repeat_kv repeats them.

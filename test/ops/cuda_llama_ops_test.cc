@@ -16,6 +16,7 @@
 #include "ops/ops.h"
 #include "support/gpu.h"
 #include "support/gpu_operands.h"
+#include "support/attention_heads.h"
 #include "support/random_tensor.h"
 
 using namespace seqtrans;
@@ -23,25 +24,10 @@ using namespace seqtrans::testing;
 
 namespace {
 
-struct Heads {
-  int heads, kv_heads, head_dim;
-  int64_t width() const { return int64_t{heads} * head_dim; }
-  int64_t kv_width() const { return int64_t{kv_heads} * head_dim; }
-};
-
 // GQA ratios 1, 2 and 4 at head sizes 64 and 128; then head sizes the kernels take with scalar loads (30;
 // 20 in fp16) and 256.
 const Heads kHeadShapes[] = {{4, 4, 64},  {4, 2, 64}, {8, 2, 64}, {2, 2, 128}, {4, 2, 128},
                              {4, 1, 128}, {4, 2, 20}, {6, 3, 30}, {2, 1, 256}};
-
-ops::AttentionOptions gqa_options(const Heads& shape, const Tensor* key_rows = nullptr) {
-  ops::AttentionOptions options;
-  options.num_heads = shape.heads;
-  options.num_kv_heads = shape.kv_heads;
-  options.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  options.key_rows = key_rows;
-  return options;
-}
 
 // Rounds to fp16 and back, on the host.
 float half_round(float x) { return half_to_float(float_to_half(x)); }
