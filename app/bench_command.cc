@@ -32,6 +32,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   tuning.persistent_decode_rows = options.no_persistent_decode ? 0 : options.persistent_decode_rows;
   if (options.no_steps_at_once) tuning.steps_per_read = 1;
   tuning.persistent_argmax = !options.no_persistent_argmax;
+  tuning.packed_weights = !options.no_packed_weights;
   return engine;
 }
 
@@ -306,6 +307,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
   command->add_flag("--no-persistent-argmax", options.no_persistent_argmax,
                     "Greedy steps in the persistent kernel run the output layer (logits, normalizer, argmax) as "
                     "kernels of their own instead of inside it")
+      ->group(measure_group);
+  command->add_flag("--no-packed-weights", options.no_packed_weights,
+                    "CPU: products read the weights as stored (OpenBLAS packs them at every call) instead of "
+                    "packed once at load (same results)")
       ->group(measure_group);
   command->add_option("--persistent-decode-rows", options.persistent_decode_rows,
                       fmt::format("Steps of at most N rows run through the persistent kernel (at most {})",

@@ -44,6 +44,7 @@ struct BenchOptions {
   bool no_persistent_decode = false;
   bool no_steps_at_once = false;
   bool no_persistent_argmax = false;
+  bool no_packed_weights = false;
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
   bool no_packed_encoder = false;
   double peak_tflops = 0;         // 0: the measured H200 value on a GPU in fp16 (docs/BENCHMARKS.md), unknown otherwise

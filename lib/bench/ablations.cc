@@ -27,7 +27,8 @@ std::string describe(const EngineSettings& settings) {
          (tuning.cuda_graphs ? "" : ", no CUDA graphs") + (tuning.packed_encoder ? "" : ", padded encoder") +
          (tuning.persistent_decode_rows != 0 ? "" : ", no persistent decode") +
          (tuning.steps_per_read != 1 ? "" : ", greedy steps read one at a time") +
-         (tuning.persistent_argmax ? "" : ", greedy output layer outside the persistent kernel");
+         (tuning.persistent_argmax ? "" : ", greedy output layer outside the persistent kernel") +
+         (tuning.packed_weights ? "" : ", weights not packed at load");
 }
 
 std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload, int64_t target_vocab) {
@@ -67,7 +68,13 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   }
 
   // Graphs need the fused output layer (the host top-k copies logits mid-step).
-  if (device != Device::CUDA) return list;
+  if (device != Device::CUDA) {
+    Ablation weights{"no-packed-weights", "weights packed at load", base, base};
+    weights.with_idea.tuning.packed_weights = true;
+    weights.without_idea.tuning.packed_weights = false;
+    list.push_back(weights);
+    return list;
+  }
   Ablation graphs{"no-cuda-graphs", "CUDA graphs", base, base};
   graphs.with_idea.tuning.cuda_graphs = true;
   graphs.without_idea.tuning.cuda_graphs = false;

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "cpu/cpu_ops.h"
+#include "cpu/packed_gemm.h"
 #include "cpu/thread_pool.h"
 
 namespace seqtrans::cpu {
@@ -22,7 +23,22 @@ constexpr int64_t kColumnBlock = 16;
 // saves (a wake-up is a few microseconds; this is about 20 us of one core).
 constexpr int64_t kMinPartWork = int64_t{1} << 19;
 
+// The longest k for which OpenBLAS sums each element of c as one chain of fused multiply-adds: its first
+// block of k (GEMM_Q) is at least this long on every x86-64 target it has; past it, it adds the blocks' sums.
+constexpr int64_t kChainedK = 256;
+
+// Whether OpenBLAS (0.3.x) may take a product of `rows` x `cols` over k to its small-matrix kernels, whose
+// sums run in other orders: in its column-major terms (cols x rows, b transposed) it may where
+// cols * rows * k <= 100^3, cols * rows <= 1200 and k >= 32 (Skylake-X and later targets; others have none).
+bool blas_small_path(int64_t rows, int64_t cols, int64_t k) {
+  return static_cast<double>(cols) * rows * k <= 1e6 && cols * rows <= 1200 && k >= 32;
+}
+
 }  // namespace
+
+bool packed_matmul_exact(int64_t rows, int64_t cols, int64_t k) {
+  return k <= kChainedK && !blas_small_path(rows, cols, k);
+}
 
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options) {
   const int m = blas_extent(a.dim(0), "m");
@@ -35,8 +51,16 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
   // Each part is c[:, begin:end] = a x b[:, begin:end]: every element sums the same products in the same
   // order whatever the split, so the result does not depend on the thread count.
+  const auto* packed = static_cast<const PackedMatrix*>(options.prepared_b);
+  const Isa isa = cpu_isa();
   const auto columns = [&](int64_t block_begin, int64_t block_end) {
     const int64_t begin = block_begin * kColumnBlock, end = std::min<int64_t>(n, block_end * kColumnBlock);
+    // The packed kernel where it gives the plain path's bits; OpenBLAS on b itself elsewhere.
+    if (packed != nullptr && packed_matmul_exact(m, end - begin, k)) {
+      static_assert(kColumnBlock == PackedMatrix::kPanelWidth, "a block of columns is a panel");
+      packed_gemm_f32(a_values, m, *packed, block_begin, block_end, c_values, n, {bias, options.activation}, isa);
+      return;
+    }
     const float* b_part = options.transpose_b ? b_values + begin * k : b_values + begin;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, options.transpose_b ? CblasTrans : CblasNoTrans, m,
                 static_cast<int>(end - begin), k, options.alpha, a_values, k, b_part, options.transpose_b ? k : n,

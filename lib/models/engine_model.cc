@@ -5,6 +5,13 @@
 
 namespace seqtrans {
 
+WeightFormats weight_formats(const ModelOptions& options) {
+  WeightFormats formats;
+  if (options.device == Device::CPU && options.tuning.packed_weights)
+    formats.dense = formats.output = ops::WeightFormat::Packed;
+  return formats;
+}
+
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options) {
   if (file.config().kind == ModelKind::DecoderOnly) return std::make_unique<DecoderOnlyModel>(file, options);
   return std::make_unique<EncoderDecoderModel>(file, options);

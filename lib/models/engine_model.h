@@ -29,6 +29,14 @@ class EngineModel : public StepModel {
 };
 
 // The model `file` holds: an EncoderDecoderModel or a DecoderOnlyModel, as its config.kind says.
+// The forms a model's weights take for its products (ops::prepare_weight): its Dense layers' and its output
+// layer's.
+struct WeightFormats {
+  ops::WeightFormat dense = ops::WeightFormat::Plain;
+  ops::WeightFormat output = ops::WeightFormat::Plain;
+};
+WeightFormats weight_formats(const ModelOptions& options);
+
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options);
 
 }  // namespace seqtrans

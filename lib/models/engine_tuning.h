@@ -49,12 +49,15 @@ struct EngineTuning {
   // Greedy steps that the persistent kernel runs also run the output layer in it (logits, normalizer and
   // argmax: ops::PersistentGreedyOutput) where the shape allows. false: --no-persistent-argmax.
   bool persistent_argmax = true;
+  // CPU: weights packed at load into the panels the CPU's own products read (ops::WeightFormat::Packed;
+  // the same bits). false: OpenBLAS packs them again at every product (--no-packed-weights).
+  bool packed_weights = true;
 
   bool operator==(const EngineTuning& other) const {
     return topk_algorithm == other.topk_algorithm && fused_output == other.fused_output &&
            cuda_graphs == other.cuda_graphs && packed_encoder == other.packed_encoder &&
            persistent_decode_rows == other.persistent_decode_rows && steps_per_read == other.steps_per_read &&
-           persistent_argmax == other.persistent_argmax;
+           persistent_argmax == other.persistent_argmax && packed_weights == other.packed_weights;
   }
 };
 

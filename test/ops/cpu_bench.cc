@@ -4,6 +4,7 @@
 // Hidden, and a no-op unless SEQTRANS_CPU_BENCH is set:
 //   SEQTRANS_CPU_BENCH=1 build/test/seqtrans_ops_tests "[cpu_bench]"
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -62,6 +63,17 @@ TEST_CASE("CPU kernels at the decoder's shapes", "[.][cpu_bench]") {
   const int threads = std::getenv("SEQTRANS_CPU_BENCH_THREADS") ? std::atoi(std::getenv("SEQTRANS_CPU_BENCH_THREADS")) : 1;
   cpu::set_threads(threads);
   std::printf("threads: %d\n", threads);
+
+  // Products at the decoder's shapes: OpenBLAS on the stored weight against the packed kernels.
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+           {256, 768, 256}, {256, 1024, 256}, {256, 8000, 256}, {64, 8000, 256}, {16, 768, 256}, {4, 8000, 256}}) {
+    const Tensor a = testing::random_floats({m, k}), w = testing::random_floats({n, k});
+    const auto packed = ops::prepare_weight(w, ops::WeightFormat::Packed);
+    ops::MatmulOptions plain, prepared;
+    prepared.prepared_b = packed.get();
+    compare("matmul " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k),
+            {{"openblas", [&] { ops::matmul(a, w, plain); }}, {"packed fp32", [&] { ops::matmul(a, w, prepared); }}});
+  }
 
   // Attention, one thread's rows: cross-attention (38 keys) and a self-attention step (16 keys).
   for (int64_t key_len : {38, 16}) {
