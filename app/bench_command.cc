@@ -352,6 +352,7 @@ int run_bench(BenchOptions& options) {
   bench::RunDescription run;
   run.device = describe(common.devices);
   run.dtype = common.translator.dtype;
+  run.int8_weights = common.translator.model.int8_weights;
   run.engine = engine_settings(options);
   run.hardware = resolve_hardware(options, run.hardware_source);
   return options.synthetic ? run_synthetic_bench(options, run) : run_real_bench(options, run);

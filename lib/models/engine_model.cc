@@ -7,8 +7,9 @@ namespace seqtrans {
 
 WeightFormats weight_formats(const ModelOptions& options) {
   WeightFormats formats;
-  if (options.device == Device::CPU && options.tuning.packed_weights)
-    formats.dense = formats.output = ops::WeightFormat::Packed;
+  if (options.device != Device::CPU) return formats;
+  if (options.tuning.packed_weights) formats.dense = formats.output = ops::WeightFormat::Packed;
+  if (options.int8_weights) formats.dense = ops::WeightFormat::Int8;
   return formats;
 }
 

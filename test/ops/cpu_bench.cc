@@ -17,6 +17,7 @@
 #include "cpu/attention_rows.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/isa.h"
+#include "cpu/packed_gemm.h"
 #include "cpu/thread_pool.h"
 #include "cpu/vector_math.h"
 #include "ops/ops.h"
@@ -66,13 +67,19 @@ TEST_CASE("CPU kernels at the decoder's shapes", "[.][cpu_bench]") {
 
   // Products at the decoder's shapes: OpenBLAS on the stored weight against the packed kernels.
   for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
-           {256, 768, 256}, {256, 1024, 256}, {256, 8000, 256}, {64, 8000, 256}, {16, 768, 256}, {4, 8000, 256}}) {
+           {256, 768, 256}, {256, 1024, 256}, {256, 256, 1024}, {256, 8000, 256}, {64, 8000, 256}, {64, 1024, 256},
+           {16, 768, 256}, {4, 8000, 256}, {4, 768, 256}}) {
     const Tensor a = testing::random_floats({m, k}), w = testing::random_floats({n, k});
     const auto packed = ops::prepare_weight(w, ops::WeightFormat::Packed);
-    ops::MatmulOptions plain, prepared;
+    const auto int8 = ops::prepare_weight(w, ops::WeightFormat::Int8);
+    ops::MatmulOptions plain, prepared, quantized;
     prepared.prepared_b = packed.get();
+    quantized.prepared_b = int8.get();
     compare("matmul " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k),
-            {{"openblas", [&] { ops::matmul(a, w, plain); }}, {"packed fp32", [&] { ops::matmul(a, w, prepared); }}});
+            {{"openblas", [&] { ops::matmul(a, w, plain); }},
+             {"packed fp32", [&] { ops::matmul(a, w, prepared); }},
+             {std::string("int8 ") + (cpu::int8_kernel() == cpu::Int8Kernel::Avx512Vnni ? "vnni" : "avx2"),
+              [&] { ops::matmul(a, w, quantized); }}});
   }
 
   // Attention, one thread's rows: cross-attention (38 keys) and a self-attention step (16 keys).
