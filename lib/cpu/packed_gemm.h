@@ -51,7 +51,8 @@ void quantize_rows(const float* x, int64_t rows, int64_t k, int64_t quads, bool 
 
 // c[:, columns of panels [panel_begin, panel_end)) = (q x b^T) scaled, then the epilogue: element (i, j) is
 // float(sum over kk of q[i, kk] * qw[j, kk]) * (scale[i] * b.scales()[j]), the sum exact in int32, so every
-// kernel gives the same bits. q and scales from quantize_rows (offset as the kernel reads it); b Int8.
+// kernel gives the same bits before the epilogue. q and scales from quantize_rows (offset as the kernel
+// reads it); b Int8. An activation is bias_activation_approximate's (swish's exp vectorized).
 void packed_gemm_i8(const uint8_t* q, const float* scales, int64_t m, const PackedMatrix& b, int64_t panel_begin,
                     int64_t panel_end, float* c, int64_t ldc, const GemmEpilogue& epilogue, Int8Kernel kernel);
 

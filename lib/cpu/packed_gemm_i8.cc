@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "cpu/approximate_activation.h"
 #include "cpu/packed_gemm.h"
 #include "cpu/simd.h"
 
@@ -195,7 +196,10 @@ void packed_gemm_i8(const uint8_t* q, const float* scales, int64_t m, const Pack
       float* block = c + r * ldc;
       tile(q + r * ldq, ldq, scales + r, b.i8_panel(p), quads, b.scales() + begin, b.sums() + begin, block + begin,
            ldc, valid_last);
-      finish_block(block, rows, ldc, begin, end, epilogue);
+      if (epilogue.bias != nullptr && epilogue.activation)
+        bias_activation_approximate(block, rows, ldc, begin, end, epilogue.bias, *epilogue.activation, cpu_isa());
+      else
+        finish_block(block, rows, ldc, begin, end, epilogue);
     }
     p += panels;
   }

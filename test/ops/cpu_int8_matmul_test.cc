@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "cpu/approximate_activation.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/isa.h"
 #include "cpu/packed_gemm.h"
@@ -35,7 +36,8 @@ QuantizedRow quantize(const float* x, int64_t k) {
   return row;
 }
 
-// c[i, j] = float(sum q_x q_w) * (scale_x[i] * scale_w[j]), then bias and activation as the plain path.
+// c[i, j] = float(sum q_x q_w) * (scale_x[i] * scale_w[j]), then the int8 epilogue: the bias, and an
+// activation as bias_activation_approximate computes it.
 std::vector<float> quantized_product(const Tensor& a, const Tensor& w, const float* bias,
                                      std::optional<Activation> activation) {
   const int64_t m = a.dim(0), k = a.dim(1), n = w.dim(0);
@@ -50,7 +52,7 @@ std::vector<float> quantized_product(const Tensor& a, const Tensor& w, const flo
       c[i * n + j] = static_cast<float>(sum) * (rows[i].scale * channels[j].scale);
     }
   if (bias != nullptr && activation)
-    cpu::bias_activation_columns(c.data(), m, n, 0, n, bias, *activation);
+    cpu::bias_activation_approximate(c.data(), m, n, 0, n, bias, *activation, cpu::cpu_isa());
   else if (bias != nullptr)
     cpu::add_bias_columns(c.data(), m, n, 0, n, bias);
   return c;
@@ -164,4 +166,27 @@ TEST_CASE("int8 weights: per-channel scales, zero rows and padding stay zero", "
   ops::MatmulOptions options;
   options.prepared_b = packed.get();
   for (float v : ops::matmul(a, w, options).to_float_vector()) CHECK(v == 0.0f);
+}
+
+TEST_CASE("the int8 epilogue's swish is within 1e-6 of the exact formula (1e-35 where it underflows), in each build",
+          "[ops]") {
+  std::vector<float> inputs;
+  for (float x = -120.0f; x <= 120.0f; x += 0.0173f) inputs.push_back(x);
+  for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, 87.5f, -87.5f, 88.5f, -88.5f}) inputs.push_back(x);
+  const int64_t n = static_cast<int64_t>(inputs.size());
+  const std::vector<float> zero_bias(inputs.size(), 0.0f);
+  for (const cpu::Isa isa : {cpu::Isa::Portable, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu::cpu_isa())) continue;
+    std::vector<float> got = inputs;
+    cpu::bias_activation_approximate(got.data(), 1, n, 0, n, zero_bias.data(), Activation::Swish, isa);
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = inputs[i], exact = x / (1.0 + std::exp(-x));
+      // Relative to the value; below x = -87 (|swish| < 1e-36) the exp is clamped and only the absolute error
+      // counts.
+      worst = std::max(worst, std::abs(got[i] - exact) / std::max(std::abs(exact), 1e-29));
+    }
+    INFO(cpu::isa_name(isa) << ": largest relative error " << worst);
+    CHECK(worst < 1e-6);
+  }
 }
