@@ -130,6 +130,8 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
     row.heads = options.num_heads;
     row.head_dim = width / options.num_heads;
     row.scale = options.scale;
+    row.approximate_exp = options.approximate_exp;
+    row.isa = cpu_isa();
     for (int64_t h = 0; h < row.heads; ++h) kv_offsets[h] = h / group * row.head_dim;
     for (int64_t b = begin; b < end; ++b) {
       row.b = b;

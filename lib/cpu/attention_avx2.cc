@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/approximate_math.h"
 #include "cpu/attention_rows.h"
 #include "cpu/simd.h"
 
@@ -57,25 +58,39 @@ SEQTRANS_AVX2 __m256 fold_lanes8(const __m256* s) {
   return _mm256_permutevar8x32_ps(ones, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// scores[j] = dot(q, k_j) * scale for one head over all keys.
-SEQTRANS_AVX2 void head_scores(const AttentionRow& row, const float* q, int64_t kv_offset, float* scores) {
+// scores[h * key_len + j] = dot(q_h, k_j,h) * scale for every head and key: eight keys at a time through all
+// heads, so that those keys' rows are read from memory once for all heads and then come from L1.
+SEQTRANS_AVX2 void all_scores(const AttentionRow& row, const float* q_row, float* scores) {
   const __m256 scale = _mm256_set1_ps(row.scale);
+  const int64_t key_len = row.key_len;
   int64_t j = 0;
-  for (; j + 8 <= row.key_len; j += 8) {
-    __m256 lanes[8];
-    for (int i = 0; i < 8; ++i)
-      lanes[i] = dot_lanes(q, row.keys + row.key_offsets[j + i] + kv_offset, row.head_dim);
-    _mm256_storeu_ps(scores + j, _mm256_mul_ps(fold_lanes8(lanes), scale));
-  }
-  for (; j < row.key_len; ++j)
-    scores[j] = fold_lanes(dot_lanes(q, row.keys + row.key_offsets[j] + kv_offset, row.head_dim)) * row.scale;
+  for (; j + 8 <= key_len; j += 8)
+    for (int64_t h = 0; h < row.heads; ++h) {
+      const float* q = q_row + h * row.head_dim;
+      __m256 lanes[8];
+      for (int i = 0; i < 8; ++i)
+        lanes[i] = dot_lanes(q, row.keys + row.key_offsets[j + i] + row.kv_offsets[h], row.head_dim);
+      _mm256_storeu_ps(scores + h * key_len + j, _mm256_mul_ps(fold_lanes8(lanes), scale));
+    }
+  for (; j < key_len; ++j)
+    for (int64_t h = 0; h < row.heads; ++h)
+      scores[h * key_len + j] =
+          fold_lanes(dot_lanes(q_row + h * row.head_dim, row.keys + row.key_offsets[j] + row.kv_offsets[h],
+                               row.head_dim)) *
+          row.scale;
 }
 
-// The portable softmax, unchanged: exp in float (libm), the total in double in key order.
-SEQTRANS_AVX2 double exponentiate(float* scores, int64_t key_len) {
+// The portable softmax, unchanged: exp in float (libm), the total in double in key order. With
+// approximate_exp, the exps are exp_shifted_approximate's.
+SEQTRANS_AVX2 double exponentiate(float* scores, int64_t key_len, const AttentionRow& row) {
   float max_score = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < key_len; ++j) max_score = std::max(max_score, scores[j]);
   double total = 0.0;
+  if (row.approximate_exp) {
+    exp_shifted_approximate(scores, key_len, max_score, row.isa);
+    for (int64_t j = 0; j < key_len; ++j) total += scores[j];
+    return total;
+  }
   for (int64_t j = 0; j < key_len; ++j) {
     scores[j] = std::exp(scores[j] - max_score);
     total += scores[j];
@@ -127,11 +142,8 @@ __attribute__((target("avx2"))) void attend_row_avx2(const AttentionRow& row, fl
   for (int64_t t = 0; t < row.query_len; ++t) {
     const float* q_row = row.query + (row.b * row.query_len + t) * width;
     float* out_row = row.out + (row.b * row.query_len + t) * width;
-    for (int64_t h = 0; h < row.heads; ++h) {
-      float* head = scores + h * row.key_len;
-      head_scores(row, q_row + h * row.head_dim, row.kv_offsets[h], head);
-      totals[h] = exponentiate(head, row.key_len);
-    }
+    all_scores(row, q_row, scores);
+    for (int64_t h = 0; h < row.heads; ++h) totals[h] = exponentiate(scores + h * row.key_len, row.key_len, row);
     for (int64_t h = 0; h < row.heads; ++h) {
       float* head = scores + h * row.key_len;
       normalize(head, row.key_len, totals[h]);

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "cpu/isa.h"
+
 namespace seqtrans::cpu {
 
 // Query rows t in [0, query_len) of batch row b attend to key_len keys.
@@ -18,6 +20,9 @@ struct AttentionRow {
   float* out;                  // laid out as query
   int64_t b = 0, query_len = 0, key_len = 0, heads = 0, head_dim = 0;
   float scale = 1.0f;
+  // attend_row_avx2 only: exp by exp_shifted_approximate (cpu/approximate_math.h), not libm: other bits.
+  bool approximate_exp = false;
+  Isa isa = Isa::Avx2;  // the build of that exp
 };
 
 // scores: [heads * key_len] scratch.
@@ -28,7 +33,8 @@ struct AttentionRow {
 // their sum in double in key order; out[c] = sum over j in key order of float(w_j / total) * v_j[c], from 0.
 void attend_row_portable(const AttentionRow& row, float* scores);
 
-// The same bits, for head_dim a multiple of 16 on a CPU with AVX2 (attend_row_avx2_fits).
+// The same bits, for head_dim a multiple of 16 on a CPU with AVX2 (attend_row_avx2_fits), unless
+// row.approximate_exp.
 bool attend_row_avx2_fits(int64_t head_dim);
 void attend_row_avx2(const AttentionRow& row, float* scores);
 

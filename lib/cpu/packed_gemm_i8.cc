@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "cpu/approximate_activation.h"
+#include "cpu/approximate_math.h"
 #include "cpu/packed_gemm.h"
 #include "cpu/simd.h"
 

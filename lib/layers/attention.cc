@@ -9,7 +9,9 @@ namespace {
 
 ops::AttentionOptions attention_options(const AttentionShape& shape) {
   const float head_dim = static_cast<float>(shape.d_model / shape.num_heads);
-  return {shape.num_heads, 1.0f / std::sqrt(head_dim)};
+  ops::AttentionOptions options{shape.num_heads, 1.0f / std::sqrt(head_dim)};
+  options.approximate_exp = shape.approximate_exp;
+  return options;
 }
 
 }  // namespace

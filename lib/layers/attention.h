@@ -15,6 +15,7 @@ struct AttentionShape {
   int64_t d_model = 0;
   int num_heads = 0;
   SublayerNormShape norm;
+  bool approximate_exp = false;  // ops::AttentionOptions::approximate_exp
 };
 
 // Self-attention with fused QKV projection, residual and layer norm.

@@ -10,8 +10,9 @@ SublayerNormShape norm_shape(const ModelConfig& config, const StackConfig& stack
   return {config.layer_norm_epsilon, placement_of(stack)};
 }
 
-AttentionShape attention_shape(const ModelConfig& config, const StackConfig& stack) {
-  return {config.d_model, stack.num_heads, norm_shape(config, stack)};
+// With int8 weights the model computes approximately anyway: its softmax may too (AttentionShape).
+AttentionShape attention_shape(const ModelConfig& config, const StackConfig& stack, const WeightLoader& weights) {
+  return {config.d_model, stack.num_heads, norm_shape(config, stack), weights.dense_format() == ops::WeightFormat::Int8};
 }
 
 }  // namespace
@@ -24,7 +25,7 @@ StackNorms::StackNorms(const WeightLoader& weights, const std::string& stack_sco
 }
 
 EncoderLayer::EncoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
-    : self_attention_(weights, scope + "/self_attention", attention_shape(config, config.encoder)),
+    : self_attention_(weights, scope + "/self_attention", attention_shape(config, config.encoder, weights)),
       ffn_(weights, scope + "/ffn", config.d_model, config.encoder.ffn_dim, config.activation,
            norm_shape(config, config.encoder)) {}
 
@@ -38,8 +39,8 @@ Tensor EncoderLayer::forward_packed(const Tensor& x, const Tensor& key_starts, c
 }
 
 DecoderLayer::DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
-    : self_attention_(weights, scope + "/self_attention", attention_shape(config, config.decoder)),
-      cross_attention_(weights, scope + "/cross_attention", attention_shape(config, config.decoder)),
+    : self_attention_(weights, scope + "/self_attention", attention_shape(config, config.decoder, weights)),
+      cross_attention_(weights, scope + "/cross_attention", attention_shape(config, config.decoder, weights)),
       ffn_(weights, scope + "/ffn", config.d_model, config.decoder.ffn_dim, config.activation,
            norm_shape(config, config.decoder)) {}
 

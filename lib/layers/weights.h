@@ -24,6 +24,7 @@ class WeightLoader {
     return ops::prepare_weight(weight, dense_format_);
   }
   Device device() const { return device_; }
+  ops::WeightFormat dense_format() const { return dense_format_; }
   DataType dtype() const { return dtype_; }
 
  private:

@@ -151,6 +151,9 @@ struct AttentionOptions {
   // and query head h reads kv head h / (num_heads / num_kv_heads), the pairing of Hugging Face's repeat_kv.
   // 0: as many as num_heads.
   int num_kv_heads = 0;
+  // The CPU may evaluate the softmax's exp vectorized instead of with libm (not the exact path's bits; the
+  // int8 precision, cpu/approximate_math.h). Other devices ignore it.
+  bool approximate_exp = false;
 };
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                  const AttentionOptions& options);

@@ -25,8 +25,13 @@ struct RowCase {
   int64_t heads, kv_heads, head_dim, query_len, key_len;
 };
 
-// Both builds on the same random row; the number of output floats whose bits differ.
-int64_t differing_floats(const RowCase& c) {
+// Both builds on the same random row (the AVX2 one with approximate_exp as given); the number of output
+// floats whose bits differ, and the largest difference.
+struct Comparison {
+  int64_t differing = 0;
+  double largest_difference = 0.0;
+};
+Comparison compare_builds(const RowCase& c, bool approximate_exp) {
   const int64_t width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
   const int64_t key_rows = c.key_len + 5;  // keys sit at shuffled rows among a few unread ones
   const Tensor query = testing::random_floats({c.query_len, width}, -3.0f, 3.0f);
@@ -54,11 +59,18 @@ int64_t differing_floats(const RowCase& c) {
   row.out = portable.data();
   cpu::attend_row_portable(row, scores.data());
   row.out = avx2.data();
+  row.approximate_exp = approximate_exp;
+  row.isa = cpu::cpu_isa();
   cpu::attend_row_avx2(row, scores.data());
-  int64_t differing = 0;
-  for (size_t i = 0; i < portable.size(); ++i) differing += std::memcmp(&portable[i], &avx2[i], sizeof(float)) != 0;
-  return differing;
+  Comparison result;
+  for (size_t i = 0; i < portable.size(); ++i) {
+    result.differing += std::memcmp(&portable[i], &avx2[i], sizeof(float)) != 0;
+    result.largest_difference = std::max(result.largest_difference, double{std::abs(portable[i] - avx2[i])});
+  }
+  return result;
 }
+
+int64_t differing_floats(const RowCase& c) { return compare_builds(c, false).differing; }
 
 }  // namespace
 
@@ -79,4 +91,18 @@ TEST_CASE("attention's AVX2 rows give the portable rows' bits (head sizes, key c
         CHECK(differing_floats(c) == 0);
       }
     }
+}
+
+TEST_CASE("attention with approximate_exp stays within 1e-6 of the exact softmax's output", "[ops]") {
+  if (!cpu_has_avx2()) return;
+  int64_t differing = 0;
+  for (int64_t head_dim : {16, 64})
+    for (int64_t key_len : {1, 9, 40, 77}) {
+      const Comparison comparison = compare_builds(RowCase{4, 4, head_dim, 2, key_len}, true);
+      INFO("head_dim " << head_dim << " keys " << key_len);
+      // Values in [-1, 1]: the output is their weighted mean, its weights each within ~3e-7 relative.
+      CHECK(comparison.largest_difference < 1e-6);
+      differing += comparison.differing;
+    }
+  CHECK(differing > 0);  // it is another computation: some bits differ
 }

@@ -83,14 +83,14 @@ TEST_CASE("CPU kernels at the decoder's shapes", "[.][cpu_bench]") {
   }
 
   // Attention, one thread's rows: cross-attention (38 keys) and a self-attention step (16 keys).
-  for (int64_t key_len : {38, 16}) {
-    const int64_t rows = 256, heads = 8, head_dim = 32, width = heads * head_dim;
+  for (const auto& [key_len, heads, head_dim] : std::vector<std::array<int64_t, 3>>{{38, 8, 32}, {16, 8, 32}, {38, 4, 64}}) {
+    const int64_t rows = 256, width = heads * head_dim;
     const Tensor query = testing::random_floats({rows, width}), keys = testing::random_floats({64 * key_len, width});
     const Tensor values = testing::random_floats({64 * key_len, width});
     std::vector<float> out(static_cast<size_t>(rows * width)), scores(static_cast<size_t>(heads * key_len));
     std::vector<int64_t> key_offsets(static_cast<size_t>(key_len)), kv_offsets(static_cast<size_t>(heads));
     for (int64_t h = 0; h < heads; ++h) kv_offsets[h] = h * head_dim;
-    const auto run = [&](bool avx2) {
+    const auto run = [&](bool avx2, bool approximate = false) {
       cpu::AttentionRow row;
       row.query = query.data<float>();
       row.keys = keys.data<float>();
@@ -102,14 +102,18 @@ TEST_CASE("CPU kernels at the decoder's shapes", "[.][cpu_bench]") {
       row.key_len = key_len;
       row.heads = heads;
       row.head_dim = head_dim;
+      row.approximate_exp = approximate;
+      row.isa = cpu::cpu_isa();
       for (int64_t b = 0; b < rows; ++b) {
         row.b = b;
         for (int64_t j = 0; j < key_len; ++j) key_offsets[j] = ((b / 4) * key_len + j) * width;  // beams share
         avx2 ? cpu::attend_row_avx2(row, scores.data()) : cpu::attend_row_portable(row, scores.data());
       }
     };
-    compare("attention 256 rows x " + std::to_string(key_len) + " keys, d 256, 8 heads",
-            {{"portable", [&] { run(false); }}, {"avx2", [&] { run(true); }}});
+    compare("attention 256 rows x " + std::to_string(key_len) + " keys, d 256, " + std::to_string(heads) + " heads",
+            {{"portable", [&] { run(false); }},
+             {"avx2", [&] { run(true); }},
+             {"avx2, approximate exp (int8)", [&] { run(true, true); }}});
   }
 
   // The output layer's normalizer: one row's exp-sum in each build the CPU runs.

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "catch.h"
-#include "cpu/approximate_activation.h"
+#include "cpu/approximate_math.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/isa.h"
 #include "cpu/packed_gemm.h"

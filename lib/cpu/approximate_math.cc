@@ -1,4 +1,6 @@
-#include "cpu/approximate_activation.h"
+#include "cpu/approximate_math.h"
+
+#include <cmath>
 
 #include "cpu/cpu_ops.h"
 #include "cpu/simd.h"
@@ -8,7 +10,8 @@ namespace {
 
 // exp(y) = 2^n exp(r), n = round(y / ln 2), r = y - n ln 2 in two parts (|r| <= ln 2 / 2), exp(r) by its
 // Taylor polynomial to r^6 (truncation below 1.2e-7 relative). y is clamped to [kLowest, kHighest], where
-// 2^n stays a normal float: swish needs no more (it is x / (1 + exp(-x)), ~0 or ~x out there).
+// 2^n stays a normal float: swish needs no more (it is x / (1 + exp(-x)), ~0 or ~x out there), nor a softmax
+// (weights below e^-87 of the largest count nothing); -inf also clamps, to e^-87 instead of 0.
 constexpr float kLowest = -87.0f, kHighest = 88.0f;
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
@@ -57,9 +60,31 @@ __attribute__((target("avx512f"))) void swish_avx512(float* x, int64_t n, const 
   }
   if (i < n) swish_avx2(x + i, n - i, bias + i);
 }
+
+__attribute__((target("avx2,fma"))) void exp_shifted_avx2(float* x, int64_t n, float shift) {
+  const __m256 shift8 = _mm256_set1_ps(shift);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), shift8)));
+  for (; i < n; ++i) x[i] = std::exp(x[i] - shift);
+}
+
+__attribute__((target("avx512f"))) void exp_shifted_avx512(float* x, int64_t n, float shift) {
+  const __m512 shift16 = _mm512_set1_ps(shift);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), shift16)));
+  exp_shifted_avx2(x + i, n - i, shift);
+}
 #endif
 
 }  // namespace
+
+void exp_shifted_approximate(float* x, int64_t n, float shift, Isa isa) {
+#if defined(__x86_64__)
+  if (isa == Isa::Avx512) return exp_shifted_avx512(x, n, shift);
+  if (isa == Isa::Avx2) return exp_shifted_avx2(x, n, shift);
+#endif
+  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i] - shift);
+}
 
 void bias_activation_approximate(float* x, int64_t rows, int64_t stride, int64_t begin, int64_t end,
                                  const float* bias, Activation activation, Isa isa) {
