@@ -23,6 +23,11 @@ Target tokens = best hypothesis ids, EOS excluded (what seqtrans bench counts).
 With --rounds N every configuration runs N times, the rounds one after the other (each round runs every
 configuration once), and each configuration's best round counts: on a shared machine a disturbed run is
 slow, never fast, and alternating keeps the engines' odds alike.
+With --chunks N the lines are cut into N runs of consecutive lines instead, and every configuration
+translates every chunk, the configurations taking turns chunk by chunk (the order rotating); a
+configuration's rate is its target tokens over its seconds summed over the chunks. Load that comes and
+goes on a shared machine then falls on all of them alike; each chunk is batched on its own by both
+engines (seqtrans bench: a process per chunk, its model load excluded; CTranslate2: one loaded translator).
 
 Prints a table (target tokens/s, system share of CPU time, seqtrans / CTranslate2 best) and writes
 DIR/bench_ctranslate2_cpu.json when --out is given.
@@ -61,6 +66,8 @@ def parse_args(argv=None):
     parser.add_argument("--runs", type=int, default=1, help="timed seqtrans bench passes (median)")
     parser.add_argument("--precisions", default="fp32", help="seqtrans --precision values, comma-separated")
     parser.add_argument("--rounds", type=int, default=1, help="times every configuration runs (best counts)")
+    parser.add_argument("--chunks", type=int, default=0,
+                        help="take turns chunk by chunk over N chunks of the lines (sums count; see above)")
     parser.add_argument("--max-length", type=int, default=256, help="new tokens at most")
     parser.add_argument("--ct2-batch", type=int, default=32, help="CTranslate2 examples per batch")
     parser.add_argument("--ct2-tokens", type=int, default=4096, help="CTranslate2 tokens per batch")
@@ -264,6 +271,63 @@ def time_seqtrans(args, input_path, beam, precision, workdir, whole_process):
     return row, outputs
 
 
+def seqtrans_chunk(args, input_path, beam, precision, workdir):
+    """One seqtrans bench pass over a chunk: (seconds, target tokens)."""
+    json_path = os.path.join(workdir, "chunk.json")
+    command = [args.seqtrans, "bench", "--device", "cpu", "-m", args.model, "-i", input_path,
+               "--beam-size", str(beam), "--threads", str(args.threads), "--runs", "1",
+               "--max-length", str(args.max_length), "--precision", precision, "--quiet", "--json", json_path]
+    completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if completed.returncode != 0:
+        sys.exit(f"bench_ctranslate2_cpu: seqtrans bench failed: {completed.stderr.strip()}")
+    with open(json_path, encoding="utf-8") as report_file:
+        real = json.load(report_file)["results"][0]
+    return real["median_s"], real["target_tokens"]
+
+
+def run_chunked(args, model_dir, header, lines, beams, precisions, workdir):
+    """--chunks: every configuration over every chunk, taking turns; one row per configuration and beam."""
+    size = (len(lines) + args.chunks - 1) // args.chunks
+    chunks = [lines[i:i + size] for i in range(0, len(lines), size)]
+    runners = {}
+    if not args.skip_ct2:
+        for compute_type in [c for c in args.ct2_compute_types.split(",") if c]:
+            runners[compute_type] = Ct2Runner(model_dir, header, args.threads, compute_type)
+            runners[compute_type].run(lines[:32], 4, args.max_length, args.ct2_batch, "examples")  # warm-up
+    sizes = {"examples": args.ct2_batch, "tokens": args.ct2_tokens}
+    configs = [("seqtrans", precision, None) for precision in precisions]
+    configs += [("ctranslate2", compute_type, batch_type) for compute_type in runners
+                for batch_type in [b for b in args.ct2_batch_types.split(",") if b]]
+    rows = []
+    for beam in beams:
+        totals = {config: [0.0, 0] for config in configs}
+        for index, chunk in enumerate(chunks):
+            chunk_path = os.path.join(workdir, "chunk.txt")
+            with open(chunk_path, "w", encoding="utf-8") as chunk_file:
+                chunk_file.write("\n".join(chunk) + "\n")
+            turn = index % len(configs)
+            for engine, kind, batch_type in configs[turn:] + configs[:turn]:
+                if engine == "seqtrans":
+                    seconds, tokens = seqtrans_chunk(args, chunk_path, beam, kind, workdir)
+                else:
+                    seconds, tokens, _, _, _ = runners[kind].run(chunk, beam, args.max_length, sizes[batch_type],
+                                                                 batch_type)
+                totals[(engine, kind, batch_type)][0] += seconds
+                totals[(engine, kind, batch_type)][1] += tokens
+            log(f"beam {beam}: chunk {index + 1}/{len(chunks)} done")
+        for (engine, kind, batch_type), (seconds, tokens) in totals.items():
+            row = {"engine": engine, "beam": beam, "seconds": seconds, "target_tokens": tokens,
+                   "target_tokens_per_s": tokens / seconds, "chunks": len(chunks)}
+            if engine == "seqtrans":
+                row["precision"] = kind
+            else:
+                row.update({"compute_type": kind, "batch_type": batch_type, "batch_size": sizes[batch_type]})
+            rows.append(row)
+            log(f"{engine} {kind} {batch_type or ''} beam {beam}: {tokens / seconds:,.0f} tok/s over "
+                f"{len(chunks)} chunks ({seconds:.1f} s)")
+    return rows
+
+
 def fastest(rows, **match):
     """The row with the most target tokens/s among those whose fields equal `match`."""
     chosen = [r for r in rows if all(r.get(key) == value for key, value in match.items())]
@@ -292,7 +356,9 @@ def main():
             header, _ = load_tensors(args.model)
         precisions = [p for p in args.precisions.split(",") if p]
         rows, first_outputs, ct2_outputs = [], {}, {}
-        for round_index in range(args.rounds):
+        if args.chunks > 1:
+            rows = run_chunked(args, model_dir, header, lines, beams, precisions, workdir)
+        for round_index in range(args.rounds if args.chunks <= 1 else 0):
             for beam in beams:
                 for precision in precisions:
                     row, outputs = time_seqtrans(args, input_path, beam, precision, workdir, round_index == 0)
@@ -309,7 +375,8 @@ def main():
                 if best and (beam not in ct2_outputs or best[0] > ct2_outputs[beam][0]):
                     ct2_outputs[beam] = best
         report["rows"] = rows
-    print(f"\n{len(lines)} lines, {args.threads} threads, target tokens/s, best of {args.rounds} round(s) "
+    how = f"{args.chunks} chunks taking turns" if args.chunks > 1 else f"best of {args.rounds} round(s)"
+    print(f"\n{len(lines)} lines, {args.threads} threads, target tokens/s, {how} "
           f"(load average before: {report['load_average_before'][0]:.2f})")
     print(f"{'beam':>4}  {'seqtrans':<9}  {'tok/s':>7}  {'sys share':>9}  {'CT2 best':>8}  {'(type)':<24}  "
           f"{'ratio':>6}  {'CT2 int8':>8}  {'ratio':>6}  same as CT2 fp32")
@@ -318,10 +385,10 @@ def main():
         theirs_int8 = fastest(rows, engine="ctranslate2", beam=beam, compute_type="int8")
         for precision in precisions:
             ours = fastest(rows, engine="seqtrans", beam=beam, precision=precision)
-            timed, outputs = first_outputs[(beam, precision)]
-            cpu = timed["user_s"] + timed["system_s"]
-            share = timed["system_s"] / cpu if cpu > 0 else 0.0
-            line = f"{beam:>4}  {precision:<9}  {ours['target_tokens_per_s']:>7,.0f}  {share:>8.1%}"
+            timed, outputs = first_outputs.get((beam, precision), (None, None))
+            cpu = timed["user_s"] + timed["system_s"] if timed else 0.0
+            share = f"{timed['system_s'] / cpu:>8.1%}" if cpu > 0 else f"{'':>8}"
+            line = f"{beam:>4}  {precision:<9}  {ours['target_tokens_per_s']:>7,.0f}  {share}"
             if theirs is not None:
                 kind = f"{theirs['compute_type']} {theirs['batch_type']}:{theirs['batch_size']}"
                 line += (f"  {theirs['target_tokens_per_s']:>8,.0f}  {kind:<24}  "
@@ -329,7 +396,7 @@ def main():
             if theirs_int8 is not None:
                 line += (f"  {theirs_int8['target_tokens_per_s']:>8,.0f}  "
                          f"{ours['target_tokens_per_s'] / theirs_int8['target_tokens_per_s']:>5.2f}x")
-            if beam in ct2_outputs:
+            if beam in ct2_outputs and outputs is not None:
                 same = sum(a == b for a, b in zip(outputs, ct2_outputs[beam][1]))
                 report.setdefault("identical_to_ct2_float32", {})[f"beam{beam}_{precision}"] = same
                 line += f"  {same}/{len(lines)}"
