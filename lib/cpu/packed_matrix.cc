@@ -6,13 +6,33 @@
 
 #include "core/error.h"
 #include "cpu/isa.h"
+#include "cpu/thread_pool.h"
 
 namespace seqtrans::cpu {
 namespace {
 
 constexpr int64_t kWidth = PackedMatrix::kPanelWidth;
+// Weights a thread packs at least: a part is then tens of microseconds of work.
+constexpr int64_t kPackGrain = int64_t{1} << 16;
 
 }  // namespace
+
+// Output channel `row` into its panel: its scale, its q (in quads) and their sum.
+void PackedMatrix::quantize_channel(const float* w_row, int64_t k, int64_t row, PackedMatrix& packed) {
+  float largest = 0.0f;
+  for (int64_t kk = 0; kk < k; ++kk) largest = std::max(largest, std::abs(w_row[kk]));
+  const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
+  int8_t* panel = packed.i8_.data() + (row / kWidth) * packed.quads() * kWidth * 4;
+  const int64_t j = row % kWidth;
+  int32_t sum = 0;
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const float q = std::clamp(std::nearbyint(w_row[kk] * inverse), -127.0f, 127.0f);
+    panel[((kk / 4) * kWidth + j) * 4 + kk % 4] = static_cast<int8_t>(q);
+    sum += static_cast<int32_t>(q);
+  }
+  packed.scales_[row] = largest / 127.0f;
+  packed.sums_[row] = sum;
+}
 
 PackedMatrix::PackedMatrix(ops::WeightFormat format, int64_t rows, int64_t cols)
     : format_(format), rows_(rows), cols_(cols) {}
@@ -30,12 +50,14 @@ std::shared_ptr<const PackedMatrix> pack_matrix(const Tensor& weight, ops::Weigh
   if (format == ops::WeightFormat::Packed) {
     packed->f32_ = Tensor({panels, k, kWidth}, DataType::F32);
     float* out = packed->f32_.data<float>();
-    for (int64_t p = 0; p < panels; ++p)
-      for (int64_t kk = 0; kk < k; ++kk)
-        for (int64_t j = 0; j < kWidth; ++j) {
-          const int64_t row = p * kWidth + j;
-          out[(p * k + kk) * kWidth + j] = row < n ? w[row * k + kk] : 0.0f;
-        }
+    // Panels over the threads (a model's weights are tens of megabytes, first touched here); row by row inside
+    // one: each weight row read once, front to back, its writes kWidth floats apart inside the panel.
+    parallel_for(panels, std::max<int64_t>(1, kPackGrain / (k * kWidth)), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin * kWidth; row < end * kWidth; ++row) {
+        float* column = out + (row / kWidth) * k * kWidth + row % kWidth;
+        for (int64_t kk = 0; kk < k; ++kk) column[kk * kWidth] = row < n ? w[row * k + kk] : 0.0f;
+      }
+    });
     return packed;
   }
   const int64_t quads = packed->quads(), channels = panels * kWidth;
@@ -45,23 +67,9 @@ std::shared_ptr<const PackedMatrix> pack_matrix(const Tensor& weight, ops::Weigh
   std::fill(packed->i8_.data(), packed->i8_.data() + bytes, int8_t{0});
   packed->scales_.assign(static_cast<size_t>(channels), 0.0f);
   packed->sums_.assign(static_cast<size_t>(channels), 0);
-  for (int64_t row = 0; row < n; ++row) {
-    const float* w_row = w + row * k;
-    float largest = 0.0f;
-    for (int64_t kk = 0; kk < k; ++kk) largest = std::max(largest, std::abs(w_row[kk]));
-    const float scale = largest / 127.0f;
-    const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
-    int8_t* panel = packed->i8_.data() + (row / kWidth) * quads * kWidth * 4;
-    const int64_t j = row % kWidth;
-    int32_t sum = 0;
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const float q = std::clamp(std::nearbyint(w_row[kk] * inverse), -127.0f, 127.0f);
-      panel[((kk / 4) * kWidth + j) * 4 + kk % 4] = static_cast<int8_t>(q);
-      sum += static_cast<int32_t>(q);
-    }
-    packed->scales_[row] = scale;
-    packed->sums_[row] = sum;
-  }
+  parallel_for(n, std::max<int64_t>(1, kPackGrain / k), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) PackedMatrix::quantize_channel(w + row * k, k, row, *packed);
+  });
   return packed;
 }
 

@@ -42,6 +42,7 @@ class PackedMatrix : public ops::PreparedWeight {
 
  private:
   friend std::shared_ptr<const PackedMatrix> pack_matrix(const Tensor& weight, ops::WeightFormat format);
+  static void quantize_channel(const float* w_row, int64_t k, int64_t row, PackedMatrix& packed);
 
   ops::WeightFormat format_;
   int64_t rows_, cols_;
