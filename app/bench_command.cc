@@ -32,6 +32,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   tuning.persistent_decode_rows = options.no_persistent_decode ? 0 : options.persistent_decode_rows;
   if (options.no_steps_at_once) tuning.steps_per_read = 1;
   tuning.persistent_argmax = !options.no_persistent_argmax;
+  tuning.batch_invariant = options.common.translator.model.tuning.batch_invariant;
   return engine;
 }
 

@@ -5,6 +5,9 @@
 // instead: there the CUDA-core kernel re-reads every staged row per column (H200, 32,000 columns of 512
 // as graph nodes: 4 rows 13.6 us on CUDA cores, 7.2 on tensor cores, 7.4 for 1 row; at 16 rows cuBLAS's
 // 6.7 us beat this kernel's 9.7).
+// Batch-invariant mode (core/batch_invariance.h) skips both small-rows kernels: every row count goes through
+// one fixed cuBLASLt algorithm per shape (gemm_row_major_fixed_order), so a row's sums never change order.
+#include "core/batch_invariance.h"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/gemm.h"
@@ -204,20 +207,8 @@ void run_small_rows(const Tensor& a, const Tensor& b, Tensor& c, const ops::Matm
     dispatch_small_rows(args, static_cast<int>(a.dim(0)), stream);
 }
 
-}  // namespace
-
-void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream) {
-  check_on_device("matmul", "a", a);
-  check_on_device("matmul", "b", b);
-  check_same_dtype("matmul", "c", c, options.fp32_output ? DataType::F32 : a.dtype());
-  const bool tensor_cores = small_rows_mma_apply(a, b, c, options);
-  if (tensor_cores || small_rows_apply(a, b, c, options)) {
-    if (c.dtype() == DataType::F32)
-      run_small_rows<float>(a, b, c, options, tensor_cores, stream);
-    else
-      run_small_rows<__half>(a, b, c, options, tensor_cores, stream);
-    return;
-  }
+// The problem as gemm_row_major takes it.
+GemmProblem gemm_problem(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options) {
   GemmProblem problem;
   problem.a = a.raw();
   problem.b = b.raw();
@@ -229,6 +220,40 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   problem.n = c.dim(1);
   problem.transpose_b = options.transpose_b ? TransposeB::Yes : TransposeB::No;
   problem.alpha = options.alpha;
+  return problem;
+}
+
+// Batch-invariant: the GEMM in one fixed order, with the bias and ReLU folded in; other activations after it,
+// element by element (an order of their own does not arise).
+void matmul_fixed_order(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options,
+                        cudaStream_t stream) {
+  const GemmProblem problem = gemm_problem(a, b, c, options);
+  const bool folded = options.bias != nullptr && (!options.activation || options.activation == Activation::Relu);
+  if (folded) {
+    const GemmEpilogue epilogue = options.activation ? GemmEpilogue::ReluBias : GemmEpilogue::Bias;
+    return gemm_row_major_fixed_order(problem, options.bias->raw(), epilogue, stream);
+  }
+  gemm_row_major_fixed_order(problem, nullptr, GemmEpilogue::None, stream);
+  if (options.bias != nullptr) bias_activation(c, *options.bias, *options.activation, stream);
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream) {
+  check_on_device("matmul", "a", a);
+  check_on_device("matmul", "b", b);
+  check_same_dtype("matmul", "c", c, options.fp32_output ? DataType::F32 : a.dtype());
+  const int64_t k = a.dim(1);
+  if (batch_invariant() && k > 0) return matmul_fixed_order(a, b, c, options, stream);
+  const bool tensor_cores = small_rows_mma_apply(a, b, c, options);
+  if (tensor_cores || small_rows_apply(a, b, c, options)) {
+    if (c.dtype() == DataType::F32)
+      run_small_rows<float>(a, b, c, options, tensor_cores, stream);
+    else
+      run_small_rows<__half>(a, b, c, options, tensor_cores, stream);
+    return;
+  }
+  const GemmProblem problem = gemm_problem(a, b, c, options);
   if (options.bias == nullptr) {
     gemm_row_major(problem, stream);
     return;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <vector>
 
+#include "core/batch_invariance.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/thread_pool.h"
 
@@ -22,6 +24,46 @@ constexpr int64_t kColumnBlock = 16;
 // saves (a wake-up is a few microseconds; this is about 20 us of one core).
 constexpr int64_t kMinPartWork = int64_t{1} << 19;
 
+// OpenBLAS's AVX-512 builds send a product that is small enough to a small-matrix kernel, which sums in
+// another order than its packed kernels: a row's bits then depend on the row count (1 or 2 rows of a
+// 512-wide product differ from 3 or more). Its rule, in its column-major terms (rows x columns of c here):
+// rows * columns * depth <= 10^6, and with b transposed also rows * columns <= 1200 (and depth >= 32). In
+// batch-invariant mode such a call gets zero rows added until the rule no longer holds, so that every row
+// count takes the packed kernels. Not by default: the small kernel is about 6x faster at 1 row of 512 x 512
+// (it reads b as it is; the packed kernels copy it first).
+constexpr int64_t kSmallKernelMaxProducts = 1000000, kSmallKernelMaxOutputs = 1200;
+
+int64_t packed_kernel_rows(int64_t rows, int64_t columns, int64_t depth, bool transpose_b) {
+  if (transpose_b) {
+    if (depth < 32 || rows * columns > kSmallKernelMaxOutputs) return rows;
+    return std::max(rows, kSmallKernelMaxOutputs / columns + 1);
+  }
+  if (rows * columns * depth > kSmallKernelMaxProducts) return rows;
+  return std::max(rows, kSmallKernelMaxProducts / (columns * depth) + 1);
+}
+
+// c[:, begin:end] (row stride ldc) = alpha a x b_part; through the packed kernels at any row count when
+// `invariant`.
+void gemm_part(const float* a, int m, int k, const float* b_part, int ldb, bool transpose_b, float alpha, int64_t begin,
+               int64_t end, float* c, int ldc, bool invariant) {
+  const int columns = static_cast<int>(end - begin);
+  const auto transpose = transpose_b ? CblasTrans : CblasNoTrans;
+  const int64_t rows = invariant ? packed_kernel_rows(m, columns, k, transpose_b) : m;
+  if (rows == m) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose, m, columns, k, alpha, a, k, b_part, ldb, 0.0f, c + begin, ldc);
+    return;
+  }
+  thread_local std::vector<float> padded_a, padded_c;
+  padded_a.assign(static_cast<size_t>(rows * k), 0.0f);
+  std::copy(a, a + static_cast<int64_t>(m) * k, padded_a.begin());
+  padded_c.resize(static_cast<size_t>(rows * columns));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose, static_cast<int>(rows), columns, k, alpha, padded_a.data(), k,
+              b_part, ldb, 0.0f, padded_c.data(), columns);
+  for (int r = 0; r < m; ++r)
+    std::copy(padded_c.begin() + int64_t{r} * columns, padded_c.begin() + int64_t{r + 1} * columns,
+              c + int64_t{r} * ldc + begin);
+}
+
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options) {
@@ -34,13 +76,14 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   float* c_values = c.data<float>();
   const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
   // Each part is c[:, begin:end] = a x b[:, begin:end]: every element sums the same products in the same
-  // order whatever the split, so the result does not depend on the thread count.
+  // order whatever the split, so the result does not depend on the thread count; nor on the row count in
+  // batch-invariant mode (gemm_part). The mode is the calling thread's: the parts run on the pool's.
+  const bool invariant = batch_invariant();
   const auto columns = [&](int64_t block_begin, int64_t block_end) {
     const int64_t begin = block_begin * kColumnBlock, end = std::min<int64_t>(n, block_end * kColumnBlock);
     const float* b_part = options.transpose_b ? b_values + begin * k : b_values + begin;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, options.transpose_b ? CblasTrans : CblasNoTrans, m,
-                static_cast<int>(end - begin), k, options.alpha, a_values, k, b_part, options.transpose_b ? k : n,
-                0.0f, c_values + begin, n);
+    gemm_part(a_values, m, k, b_part, options.transpose_b ? k : n, options.transpose_b, options.alpha, begin, end,
+              c_values, n, invariant);
     if (bias == nullptr) return;
     if (options.activation)
       bias_activation_columns(c_values, m, n, begin, end, bias, *options.activation);

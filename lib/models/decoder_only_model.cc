@@ -87,6 +87,7 @@ void DecoderOnlyModel::reserve(DecoderState& base_state, const DecoderReservatio
 }
 
 void DecoderOnlyModel::admit(DecoderState& base_state, const std::vector<std::vector<int32_t>>& prompts) {
+  const BatchInvariantScope arithmetic = arithmetic_mode();
   auto& state = static_cast<DecoderOnlyState&>(base_state);
   if (prompts.empty()) return;
   const ProfileScope profile("prefill");

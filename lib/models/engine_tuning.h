@@ -49,12 +49,16 @@ struct EngineTuning {
   // Greedy steps that the persistent kernel runs also run the output layer in it (logits, normalizer and
   // argmax: ops::PersistentGreedyOutput) where the shape allows. false: --no-persistent-argmax.
   bool persistent_argmax = true;
+  // A row's arithmetic does not depend on the other rows of its step or encoder pass (core/batch_invariance.h):
+  // on CUDA one GEMM algorithm for every row count, no small-rows or persistent kernels, splits fixed per row;
+  // on the CPU no small-matrix BLAS kernel. --batch-invariant; off by default for its cost (docs/BENCHMARKS.md).
+  bool batch_invariant = false;
 
   bool operator==(const EngineTuning& other) const {
     return topk_algorithm == other.topk_algorithm && fused_output == other.fused_output &&
            cuda_graphs == other.cuda_graphs && packed_encoder == other.packed_encoder &&
            persistent_decode_rows == other.persistent_decode_rows && steps_per_read == other.steps_per_read &&
-           persistent_argmax == other.persistent_argmax;
+           persistent_argmax == other.persistent_argmax && batch_invariant == other.batch_invariant;
   }
 };
 

@@ -4,8 +4,9 @@
 // temperature, three samples per line: draws are keyed by input line, step and sample, never by batch
 // position). The real binary translates 120 golden source lines with the tiny Marian model, on the CPU and
 // (gpu tag) on the GPU in fp32. Texts must be identical; printed scores may differ in their last digit,
-// because a BLAS rounds a row's product differently for different row counts (OpenBLAS does: measured on
-// 512 x 512 products, a few elements per row differ by an ulp). Sampling keeps to the 10 best tokens: over
+// because a BLAS rounds a row's product differently for different row counts (OpenBLAS's small-matrix
+// kernel takes 1 or 2 rows of a 512 x 512 product; a few elements per row differ by an ulp). With
+// --batch-invariant the bytes are the same too: batch_invariance_test.cc. Sampling keeps to the 10 best tokens: over
 // the whole vocabulary, an ulp can move a draw across a boundary.
 #include <cmath>
 #include <iostream>
