@@ -59,8 +59,9 @@ Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_b
       ops::attention(query.reshape({tokens, 1, queries}), key_blocks, value_blocks, pass.key_lengths, attention);
   const ops::ResidualNorm attended =
       ops::add_residual_rms_norm(output_.apply(context.reshape({tokens, queries})), x, {ffn_norm_, epsilon_});
-  const Tensor gated = ops::gated_activation(inner_.apply(attended.normalized));
-  return ops::add_bias_residual(ops::matmul(gated, outer_.weight), outer_.bias, attended.sum);
+  const Tensor gated = ops::matmul_gated_activation(attended.normalized, inner_.weight,
+                                                    inner_.bias.defined() ? &inner_.bias : nullptr);
+  return ops::matmul_bias_residual(gated, outer_.weight, outer_.bias, attended.sum);
 }
 
 }  // namespace seqtrans

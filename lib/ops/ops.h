@@ -42,6 +42,14 @@ void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
 // dtype before the product, as Hugging Face's act_fn(gate_proj(x)) * up_proj(x) rounds it.
 Tensor gated_activation(const Tensor& gate_up);
 
+// gated_activation(matmul(x, weight, {bias})) (weight [2 f, k], as matmul's transposed b): the same values,
+// in one pass where the backend can (CUDA, a few fp16 rows, outside batch-invariant mode).
+Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+
+// add_bias_residual(matmul(x, weight), bias, residual): the same values, in one pass where the backend can
+// (as matmul_gated_activation).
+Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual);
+
 // Post-norm residual block end: layer_norm(x + bias + residual). x, residual: [m, d]; bias, gamma, beta: [d].
 struct LayerNormWeights {
   const Tensor& gamma;  // [d]
