@@ -183,6 +183,12 @@ struct SelfAttentionStepOptions {
   // any R): the tokens of a prompt's prefill chunk, one slot each, fill their prompt's row. Pairs (history
   // row, position) must be distinct.
   const Tensor* history_rows = nullptr;
+  // Rotary positions (Llama): the query and key heads of each row are rotated by its position before they
+  // are written, as apply_rotary_embedding(qkv, positions, *rotary, rotary_shape) would rotate qkv first
+  // (the same values; CUDA does it in the same pass). [positions, head_dim] fp32 (rotary_table); no bias
+  // with it. Null: none.
+  const Tensor* rotary = nullptr;
+  RotaryShape rotary_shape;
 };
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
                                   Tensor& history, const SelfAttentionStepOptions& options);
