@@ -333,8 +333,12 @@ bool fused_matmul_gated_activation(const Tensor& x, const Tensor& weight, const 
   ops::MatmulOptions options;
   options.bias = bias;
   // The CUDA-core kernel only: each warp computes a gate column and its up column (out stands for the c
-  // the kernel writes, half as wide as the product).
-  if (out.dtype() != DataType::F16 || !small_rows_apply(x, weight, out, options)) return false;
+  // the kernel writes, half as wide as the product). Where matmul would run the whole product on tensor
+  // cores, which sum in another order, the ops run one by one.
+  const bool product_on_tensor_cores = x.dim(0) >= 2 && weight.dim(0) >= kMmaMinColumns &&
+                                       x.dim(1) % (kMmaSliceVectors * 8) == 0;
+  if (out.dtype() != DataType::F16 || product_on_tensor_cores || !small_rows_apply(x, weight, out, options))
+    return false;
   SmallRowsEpilogue epilogue;
   epilogue.gated = true;
   run_small_rows<__half>(x, weight, out, options, /*tensor_cores=*/false, stream, epilogue);
