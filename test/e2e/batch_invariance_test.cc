@@ -18,13 +18,6 @@ using namespace seqtrans::testing;
 
 namespace {
 
-std::string golden_input(size_t count) {
-  const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
-  std::string input;
-  for (size_t i = 0; i < std::min(count, golden.cases.size()); ++i) input += golden.cases[i].source_text + "\n";
-  return input;
-}
-
 std::string translate(const std::vector<std::string>& flags, const std::string& input) {
   std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m",
                                         std::string(SEQTRANS_SOURCE_DIR) + "/models/opus-demo-en-de.seqtrans",
@@ -77,7 +70,7 @@ Comparison compare_batchings(const std::vector<std::string>& device, const std::
 
 TEST_CASE("--batch-invariant gives every line the same CPU translation and score at any batch size and batching mode",
           "[e2e][batch-invariance]") {
-  const std::string input = golden_input(50);
+  const std::string input = golden_source_lines(50);
   for (const std::string beam : {"1", "4"}) {
     const Comparison comparison = compare_batchings({"--device", "cpu", "--batch-invariant"}, beam, input,
                                                     "CPU --batch-invariant");
@@ -88,7 +81,7 @@ TEST_CASE("--batch-invariant gives every line the same CPU translation and score
 TEST_CASE("--batch-invariant gives every line the same fp16 translation and score at any batch size (GPU)",
           "[gpu][e2e][batch-invariance]") {
   REQUIRE_GPU_OR_SKIP();
-  const std::string input = golden_input(1000);
+  const std::string input = golden_source_lines(1000);
   for (const std::string beam : {"1", "4"}) {
     const Comparison invariant = compare_batchings({"--device", "cuda", "--precision", "fp16", "--batch-invariant"},
                                                    beam, input, "GPU fp16 --batch-invariant");
