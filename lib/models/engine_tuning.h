@@ -24,6 +24,9 @@ inline constexpr int kGreedyStepsPerRead = 4;
 // EngineTuning::steps_per_read: kGreedyStepsPerRead on CUDA, 1 on the CPU (no round trip to save there).
 inline constexpr int kStepsPerReadAuto = -1;
 int64_t default_persistent_decode_rows(DataType dtype);
+// Prompt tokens a decoder-only model prefills between two decoder steps (EngineTuning::prefill_chunk_tokens).
+// MEASUREMENT: to be filled in.
+inline constexpr int64_t kPrefillChunkTokens = 512;
 
 // The engine's speed ideas, each of which can be switched off: production uses the defaults, and the
 // benchmark's ablations (lib/bench/ablations.h) turn one off at a time. Chosen where the engine is put
@@ -53,12 +56,19 @@ struct EngineTuning {
   // on CUDA one GEMM algorithm for every row count, no small-rows or persistent kernels, splits fixed per row;
   // on the CPU no small-matrix BLAS kernel. --batch-invariant; off by default for its cost (docs/BENCHMARKS.md).
   bool batch_invariant = false;
+  // Chunked prefill (decoder-only models): a joining prompt's keys and values are written at most this many
+  // tokens per scheduler iteration (over all prompts being prefilled, packed into one pass), and the rows
+  // already decoding take a step between two chunks, so that a long prompt does not stall them; the prompt
+  // starts decoding once its prefill is complete. 0: each prompt whole when it is admitted
+  // (bench --prefill-chunk 0).
+  int64_t prefill_chunk_tokens = kPrefillChunkTokens;
 
   bool operator==(const EngineTuning& other) const {
     return topk_algorithm == other.topk_algorithm && fused_output == other.fused_output &&
            cuda_graphs == other.cuda_graphs && packed_encoder == other.packed_encoder &&
            persistent_decode_rows == other.persistent_decode_rows && steps_per_read == other.steps_per_read &&
-           persistent_argmax == other.persistent_argmax && batch_invariant == other.batch_invariant;
+           persistent_argmax == other.persistent_argmax && batch_invariant == other.batch_invariant &&
+           prefill_chunk_tokens == other.prefill_chunk_tokens;
   }
 };
 
