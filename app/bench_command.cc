@@ -9,6 +9,7 @@
 #include "cpu/thread_pool.h"
 #include "ops/runtime.h"
 #include "output_file.h"
+#include "prompt_text.h"
 
 namespace seqtrans::app {
 namespace {
@@ -33,7 +34,14 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   if (options.no_steps_at_once) tuning.steps_per_read = 1;
   tuning.persistent_argmax = !options.no_persistent_argmax;
   tuning.batch_invariant = options.common.translator.model.tuning.batch_invariant;
+  tuning.prefill_chunk_tokens = options.prefill_chunk;
   return engine;
+}
+
+// A decoder-only model's input lines are prompts, read as `seqtrans generate` reads them (\n and \\ escapes).
+bench::LineText line_text_for(const std::string& model_path) {
+  if (ModelFile::open(model_path).config().kind != ModelKind::DecoderOnly) return {};
+  return [](const std::string& line, size_t /*index*/) { return unescape_line(line); };
 }
 
 // The peak rates behind the floor: the flags, else the measured H200 values for fp16 on a GPU, else none.
@@ -131,7 +139,9 @@ int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
                  common.text.device, common.devices.indices.size());
   bench::ArrivalOptions arrivals;
   arrivals.translator = common.translator;
+  arrivals.translator.model.tuning = run.engine.tuning;
   arrivals.input = options.input;
+  arrivals.line_text = line_text_for(common.translator.model_path);
   arrivals.rates = options.arrival_rates;
   arrivals.seed = options.arrival_seed;
   run.mode = "arrivals";
@@ -168,6 +178,7 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
   real.translator = common.translator;
   real.device_indices = common.devices.indices;
   real.input = options.input;
+  real.line_text = line_text_for(common.translator.model_path);
   real.repetitions = {options.runs > 0 ? options.runs : 3, options.warmup >= 0 ? options.warmup : 1, options.profile};
   real.engine = run.engine;
   real.ablations = options.ablations;
@@ -317,6 +328,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->group(measure_group);
   command->add_flag("--no-packed-encoder", options.no_packed_encoder,
                     "Encode each group of sentences padded to its longest instead of packed without padding")
+      ->group(measure_group);
+  command->add_option("--prefill-chunk", options.prefill_chunk,
+                      "Decoder-only models: prompt tokens prefilled between two decoder steps, so that a joining "
+                      "prompt does not stall the rows decoding (0: each prompt whole when it joins)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
       ->group(measure_group);
   command->add_option("--peak-tflops", options.peak_tflops,
                       "Peak matrix FLOP rate for the floor (default on a GPU in fp16: 764, measured on an H200)")

@@ -46,6 +46,7 @@ struct BenchOptions {
   bool no_persistent_argmax = false;
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
   bool no_packed_encoder = false;
+  int64_t prefill_chunk = kPrefillChunkTokens;  // decoder-only: prompt tokens prefilled between two steps
   double peak_tflops = 0;         // 0: the measured H200 value on a GPU in fp16 (docs/BENCHMARKS.md), unknown otherwise
   double peak_bandwidth_gbs = 0;
   std::string json;

@@ -28,7 +28,10 @@ std::string describe(const EngineSettings& settings) {
          (tuning.persistent_decode_rows != 0 ? "" : ", no persistent decode") +
          (tuning.steps_per_read != 1 ? "" : ", greedy steps read one at a time") +
          (tuning.persistent_argmax ? "" : ", greedy output layer outside the persistent kernel") +
-         (tuning.batch_invariant ? ", batch-invariant" : "");
+         (tuning.batch_invariant ? ", batch-invariant" : "") +
+         (tuning.prefill_chunk_tokens == kPrefillChunkTokens ? std::string()
+          : tuning.prefill_chunk_tokens == 0 ? std::string(", whole-prompt prefill")
+                                             : ", prefill chunks of " + std::to_string(tuning.prefill_chunk_tokens));
 }
 
 std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload, int64_t target_vocab) {
