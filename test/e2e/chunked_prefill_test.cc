@@ -24,10 +24,11 @@ GoldenFile golden_of(const std::string& search) {
   return read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/" + kModel + "_" + search + ".tsv");
 }
 
-std::unique_ptr<DecoderOnlyModel> model_with_chunk(Device device, int64_t chunk) {
+std::unique_ptr<DecoderOnlyModel> model_with_chunk(Device device, int64_t chunk, bool batch_invariant = false) {
   const ModelFile file = ModelFile::open(std::string(SEQTRANS_TEST_DATA) + "/" + kModel + ".seqtrans");
   ModelOptions options{device, DataType::F32, {}};
   options.tuning.prefill_chunk_tokens = chunk;
+  options.tuning.batch_invariant = batch_invariant;
   return std::make_unique<DecoderOnlyModel>(file, options);
 }
 
@@ -80,16 +81,17 @@ ScheduledRun schedule(DecoderOnlyModel& model, const std::vector<std::vector<int
   return run;
 }
 
-void check_same_tokens(const std::vector<SearchResult>& actual, const std::vector<SearchResult>& expected) {
+// Passes of other sizes may round a row's product differently (BLAS, issue 32): scores agree to rounding,
+// tokens exactly; in batch-invariant mode (EngineTuning::batch_invariant) scores to the bit.
+void check_same_tokens(const std::vector<SearchResult>& actual, const std::vector<SearchResult>& expected,
+                       float score_tolerance = 1e-4f) {
   REQUIRE(actual.size() == expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
     CAPTURE(i);
     REQUIRE(actual[i].hypotheses.size() == expected[i].hypotheses.size());
     for (size_t h = 0; h < actual[i].hypotheses.size(); ++h) {
       CHECK(actual[i].hypotheses[h].tokens == expected[i].hypotheses[h].tokens);
-      // Passes of other sizes may round a row's product differently (BLAS, issue 32): scores agree to
-      // rounding, tokens exactly.
-      CHECK(std::abs(actual[i].hypotheses[h].score - expected[i].hypotheses[h].score) < 1e-4f);
+      CHECK(std::abs(actual[i].hypotheses[h].score - expected[i].hypotheses[h].score) <= score_tolerance);
     }
   }
 }
@@ -122,6 +124,22 @@ void check_chunked_as_whole(Device device) {
   }
 }
 
+// Batch-invariant arithmetic: a chunk's tokens and a step's rows compute as they would alone, so chunks of 5
+// with rows decoding between them give the whole prefill's scores to the bit.
+void check_chunked_bitwise(Device device) {
+  for (const char* search_name : {"greedy", "beam4"}) {
+    CAPTURE(search_name);
+    const GoldenFile golden = golden_of(search_name);
+    const SearchOptions search = golden_search_options(golden);
+    const std::vector<std::vector<int32_t>> prompts = mixed_prompts(golden);
+    const std::unique_ptr<DecoderOnlyModel> whole = model_with_chunk(device, 0, /*batch_invariant=*/true);
+    const std::unique_ptr<DecoderOnlyModel> chunked = model_with_chunk(device, 5, /*batch_invariant=*/true);
+    const ScheduledRun together = schedule(*chunked, prompts, search, 8);
+    CHECK(together.interleaved > 0);
+    check_same_tokens(together.results, schedule(*whole, prompts, search, 1).results, 0.0f);
+  }
+}
+
 // Hugging Face's tokens with chunks of 5 and 16, every golden prompt admitted at once.
 void check_goldens_chunked(Device device) {
   for (const char* search_name : {"greedy", "beam4"}) {
@@ -151,8 +169,13 @@ TEST_CASE("chunked prefill: Hugging Face's goldens with chunks of 5 and 16 token
   check_goldens_chunked(Device::CPU);
 }
 
+TEST_CASE("chunked prefill, batch-invariant: the whole prefill's scores to the bit", "[llama][prefill]") {
+  check_chunked_bitwise(Device::CPU);
+}
+
 TEST_CASE("chunked prefill on the GPU: the same tokens as a whole prefill, and the goldens", "[llama][prefill][gpu]") {
   REQUIRE_GPU_OR_SKIP();
   check_chunked_as_whole(Device::CUDA);
   check_goldens_chunked(Device::CUDA);
+  check_chunked_bitwise(Device::CUDA);
 }

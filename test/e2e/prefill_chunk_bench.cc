@@ -114,7 +114,8 @@ TEST_CASE("prefill chunk size: the stall of decoding rows against prefill throug
   if (gpu) REQUIRE(testing::gpu_available());
   if (!gpu) ops::set_cpu_threads(1);  // the machine's other work moves multi-threaded timings most
   const ModelFile file = model_name == "tinyllama-1.1b"
-                             ? make_random_model(bench::synthetic_config(bench::synthetic_preset(model_name), 2048), {})
+                             ? make_random_model(bench::synthetic_config(bench::synthetic_preset(model_name), 2048),
+                                                 RandomModelOptions{1, 0.05f, /*quick=*/true})
                              : ModelFile::open(model_name);
   const ModelConfig& config = file.config();
   const int prompt_length = std::stoi(environment("SEQTRANS_PREFILL_BENCH_PROMPT",
