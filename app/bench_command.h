@@ -18,6 +18,7 @@ struct BenchOptions {
   std::string input;            // real mode: the text file
   std::string output;           // real mode: where the translations go (default: discarded)
   bool synthetic = false;
+  bool prefill_stall = false;  // --prefill-stall: the chunk-size measurement (bench/prefill_stall.h)
 
   // Synthetic model shape (Transformer-base) and grid.
   std::vector<int> layers = {6, 6};

@@ -74,3 +74,25 @@ TEST_CASE("bench reads a decoder-only model's prompts as generate does", "[e2e][
   CHECK(arrived.out.find("iteration") != std::string::npos);
   CHECK(arrived.out.find("shrinking") != std::string::npos);
 }
+
+TEST_CASE("bench --prefill-stall gives a row per chunk size and refuses an encoder-decoder model", "[e2e][bench]") {
+  const ProcessResult result = run_process(
+      {seqtrans_binary(), "bench", "--prefill-stall", "--device", "cpu", "-m", kModel, "--source-length", "40"}, "", 300);
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const std::vector<std::string> lines = lines_of(result.out);
+  REQUIRE(lines.size() == 12);  // the title, the header, then chunks 0, 16, ..., 2048 and 0 again
+  CHECK(lines[0].find("a 40-token prompt joining") != std::string::npos);
+  for (size_t i = 2; i < lines.size(); ++i) {
+    std::istringstream row(lines[i]);
+    double chunk = -1, step_ms = 0, stall_ms = 0;
+    row >> chunk >> step_ms >> stall_ms;
+    CHECK(step_ms > 0);
+    CHECK(stall_ms > 0);
+  }
+  const ProcessResult refused =
+      run_process({seqtrans_binary(), "bench", "--prefill-stall", "--device", "cpu", "-m",
+                   std::string(SEQTRANS_SOURCE_DIR) + "/models/opus-demo-en-de.seqtrans"});
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.err.find("decoder-only") != std::string::npos);
+}

@@ -1,29 +1,16 @@
-// The measurement behind EngineTuning's default prefill chunk (kPrefillChunkTokens), not a test: rows decode
-// while one long prompt joins, and for each chunk size it reports the longest time a decoding row waited
-// between two of its steps (the stall) against the prefill's throughput (prompt tokens per second of
-// admission work) and the time until the long prompt joined. Hidden; run it as
-//   build/test/seqtrans_e2e_tests "[prefill_bench]"
-// with, optionally, SEQTRANS_PREFILL_BENCH_MODEL (a model file, or the synthetic preset tinyllama-1.1b with
-// random weights; default: the bundled models/llama-demo-en-de.seqtrans), SEQTRANS_PREFILL_BENCH_DEVICE
-// (cuda: fp16 on the GPU; default the CPU, fp32, one thread) and SEQTRANS_PREFILL_BENCH_PROMPT (the long
-// prompt's tokens; default half the model's positions).
+#include "bench/prefill_stall.h"
+
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 
-#include "bench/synthetic.h"
-#include "catch.h"
+#include <fmt/format.h>
+
 #include "models/decoder_only_model.h"
-#include "models/tensor_specs.h"
-#include "ops/runtime.h"
 #include "scheduler/decoding_scheduler.h"
-#include "support/gpu.h"
 
-using namespace seqtrans;
-
+namespace seqtrans::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -33,11 +20,6 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kDecodingRows = 7;
 constexpr int kShortPrompt = 16;
 constexpr int kRounds = 5;  // measured rounds a chunk size, after one to warm up
-
-std::string environment(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -81,7 +63,7 @@ RoundResult run_round(DecodingScheduler& scheduler, const std::vector<std::vecto
     result.stall_s = std::max(result.stall_s, seconds_since(start));
   }
   result.join_s = seconds_since(arrival);
-  REQUIRE(scheduler.state().slots() == slots_before + 1);
+  SEQTRANS_CHECK(scheduler.state().slots() == slots_before + 1, "prefill stall: the long prompt did not join");
   result.prefill_s = scheduler.times().encode - encode_before;
   result.chunks = scheduler.stats().admission_shares - chunks_before;
   while (!scheduler.idle()) scheduler.iterate(finished);
@@ -107,22 +89,15 @@ RoundResult median_round(std::vector<RoundResult> rounds) {
 
 }  // namespace
 
-TEST_CASE("prefill chunk size: the stall of decoding rows against prefill throughput", "[.][prefill_bench]") {
-  const std::string demo = std::string(SEQTRANS_SOURCE_DIR) + "/models/llama-demo-en-de.seqtrans";
-  const std::string model_name = environment("SEQTRANS_PREFILL_BENCH_MODEL", demo);
-  const bool gpu = environment("SEQTRANS_PREFILL_BENCH_DEVICE", "cpu") == "cuda";
-  if (gpu) REQUIRE(testing::gpu_available());
-  if (!gpu) ops::set_cpu_threads(1);  // the machine's other work moves multi-threaded timings most
-  const ModelFile file = model_name == "tinyllama-1.1b"
-                             ? make_random_model(bench::synthetic_config(bench::synthetic_preset(model_name), 2048),
-                                                 RandomModelOptions{1, 0.05f, /*quick=*/true})
-                             : ModelFile::open(model_name);
+void run_prefill_stall(const ModelFile& file, const PrefillStallOptions& options, std::ostream& out) {
   const ModelConfig& config = file.config();
-  const int prompt_length = std::stoi(environment("SEQTRANS_PREFILL_BENCH_PROMPT",
-                                                  std::to_string(config.max_positions / 2)));
+  SEQTRANS_CHECK(config.kind == ModelKind::DecoderOnly, "--prefill-stall measures a decoder-only model: give -m with "
+                 "one (models/llama-demo-en-de.seqtrans) or --synthetic --preset tinyllama-1.1b");
+  const int prompt_length = options.prompt_tokens > 0 ? options.prompt_tokens : config.max_positions / 2;
   // The rows keep decoding well past the long prompt's prefill, at the smallest chunk too.
   const int output = std::min(config.max_positions - prompt_length - 1, 160);
-  REQUIRE(output > 16);
+  SEQTRANS_CHECK(output > 16, "--prefill-stall: a {}-token prompt leaves too few of the model's {} positions", prompt_length,
+                 config.max_positions);
   std::mt19937 random(1);
   std::vector<std::vector<int32_t>> shorts;
   for (size_t i = 0; i < kDecodingRows; ++i) shorts.push_back(random_prompt(config, kShortPrompt, random));
@@ -137,18 +112,18 @@ TEST_CASE("prefill chunk size: the stall of decoding rows against prefill throug
   scheduling.max_sentences = kDecodingRows + 1;
   scheduling.min_join = 1;
 
-  std::printf("prefill chunks on %s (%s), %zu rows decoding, a %d-token prompt joining\n", model_name.c_str(),
-              gpu ? "cuda fp16" : "cpu fp32, 1 thread", kDecodingRows, prompt_length);
-  std::printf("%6s %8s %9s %12s %14s %9s %8s\n", "chunk", "step ms", "stall ms", "stall/step", "prefill tok/s",
-              "join ms", "chunks");
+  out << fmt::format("prefill chunks: {} rows decoding, a {}-token prompt joining; {} fp{}\n", kDecodingRows,
+                     prompt_length, device_name(options.device), options.dtype == DataType::F16 ? 16 : 32);
+  out << fmt::format("{:>6} {:>8} {:>9} {:>12} {:>14} {:>9} {:>8}\n", "chunk", "step ms", "stall ms", "stall/step",
+                     "prefill tok/s", "join ms", "chunks");
   for (const int64_t chunk : {int64_t{0}, int64_t{16}, int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256},
                               int64_t{512}, int64_t{1024}, int64_t{2048}, int64_t{0}}) {
-    ModelOptions options{gpu ? Device::CUDA : Device::CPU, gpu ? DataType::F16 : DataType::F32, {}};
-    options.tuning.prefill_chunk_tokens = chunk;
+    ModelOptions model_options{options.device, options.dtype, {}};
+    model_options.tuning.prefill_chunk_tokens = chunk;
     // Every iteration one step (a GPU otherwise runs several greedy steps at once once nothing waits to join,
     // the iteration the prompt joins among them): the stall is then one step and one chunk.
-    options.tuning.steps_per_read = 1;
-    DecoderOnlyModel model(file, options);
+    model_options.tuning.steps_per_read = 1;
+    DecoderOnlyModel model(file, model_options);
     DecodingScheduler scheduler(model, search, scheduling);
     // Pools with room for the long prompt beside the rows (it waits otherwise): the model expects outputs
     // as long as their prompts.
@@ -162,9 +137,11 @@ TEST_CASE("prefill chunk size: the stall of decoding rows against prefill throug
     std::vector<RoundResult> rounds;
     for (int i = 1; i <= kRounds; ++i) rounds.push_back(run_round(scheduler, shorts, long_prompt, 100 * i));
     const RoundResult round = median_round(rounds);
-    std::printf("%6lld %8.2f %9.2f %12.1f %14.0f %9.1f %8zu\n", static_cast<long long>(chunk), 1e3 * round.step_s,
-                1e3 * round.stall_s, round.stall_s / round.step_s, prompt_length / round.prefill_s,
-                1e3 * round.join_s, round.chunks);
-    std::fflush(stdout);
+    out << fmt::format("{:>6} {:>8.2f} {:>9.2f} {:>12.1f} {:>14.0f} {:>9.1f} {:>8}\n", chunk, 1e3 * round.step_s,
+                       1e3 * round.stall_s, round.stall_s / round.step_s, prompt_length / round.prefill_s,
+                       1e3 * round.join_s, round.chunks);
+    out.flush();
   }
 }
+
+}  // namespace seqtrans::bench
