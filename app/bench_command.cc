@@ -38,6 +38,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   tuning.persistent_argmax = !options.no_persistent_argmax;
   tuning.batch_invariant = options.common.translator.model.tuning.batch_invariant;
   tuning.prefill_chunk_tokens = options.prefill_chunk;
+  tuning.packed_weights = !options.no_packed_weights;
   return engine;
 }
 
@@ -347,6 +348,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
                     "Greedy steps in the persistent kernel run the output layer (logits, normalizer, argmax) as "
                     "kernels of their own instead of inside it")
       ->group(measure_group);
+  command->add_flag("--no-packed-weights", options.no_packed_weights,
+                    "CPU: products read the weights as stored (OpenBLAS packs them at every call) instead of "
+                    "packed once at load (same results)")
+      ->group(measure_group);
   command->add_option("--persistent-decode-rows", options.persistent_decode_rows,
                       fmt::format("Steps of at most N rows run through the persistent kernel (at most {})",
                                   ops::kPersistentDecoderMaxRows))
@@ -399,6 +404,7 @@ int run_bench(BenchOptions& options) {
   bench::RunDescription run;
   run.device = describe(common.devices);
   run.dtype = common.translator.dtype;
+  run.int8_weights = common.translator.model.int8_weights;
   run.engine = engine_settings(options);
   run.hardware = resolve_hardware(options, run.hardware_source);
   if (options.prefill_stall) return run_prefill_stall_bench(options);

@@ -45,6 +45,7 @@ struct BenchOptions {
   bool no_persistent_decode = false;
   bool no_steps_at_once = false;
   bool no_persistent_argmax = false;
+  bool no_packed_weights = false;
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
   bool no_packed_encoder = false;
   int64_t prefill_chunk = kPrefillChunkTokens;  // decoder-only: prompt tokens prefilled between two steps

@@ -17,7 +17,10 @@ std::string milliseconds(double seconds) { return fmt::format("{:.2f}", 1e3 * se
 std::string mebibytes(int64_t bytes) { return fmt::format("{:.0f}", static_cast<double>(bytes) / (1 << 20)); }
 std::string rate(double per_second) { return fmt::format("{:.0f}", per_second); }
 
-const char* precision_name(DataType dtype) { return dtype == DataType::F16 ? "fp16" : "fp32"; }
+const char* precision_name(const bench::RunDescription& run) {
+  if (run.int8_weights) return "int8";
+  return run.dtype == DataType::F16 ? "fp16" : "fp32";
+}
 
 void print_run_lines(std::ostream& out, const bench::RunDescription& run) {
   out << fmt::format("engine: {}; median of {} run(s) after {} warm-up run(s)\n", bench::describe(run.engine),
@@ -117,7 +120,7 @@ void print_synthetic_report(std::ostream& out, const bench::RunDescription& run,
   out << fmt::format(
       "seqtrans bench: synthetic, {} {}, random {} Transformer {}+{} layers, d_model {}, {} heads ({} key/value), ffn "
       "{}, vocab {} ({:.1f}M parameters)\n",
-      run.device, precision_name(run.dtype), layout_name(config), config.encoder.num_layers, config.decoder.num_layers,
+      run.device, precision_name(run), layout_name(config), config.encoder.num_layers, config.decoder.num_layers,
       config.d_model, config.decoder.num_heads, key_value_heads(config.decoder), config.decoder.ffn_dim,
       config.target_vocab_size, static_cast<double>(parameters) / 1e6);
   print_run_lines(out, run);
@@ -187,7 +190,7 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
   const TranslationStats& stats = result.median_run.stats;
   out << fmt::format("seqtrans bench: {} ({} lines), model {}, {} {}, beam {}, batches of at most {} sentences / {} "
                      "tokens\n",
-                     run.input, report.lines, run.model, run.device, precision_name(run.dtype),
+                     run.input, report.lines, run.model, run.device, precision_name(run),
                      report.search.beam_size, translator.batching.max_batch_size,
                      translator.batching.max_batch_tokens);
   print_run_lines(out, run);
@@ -262,7 +265,7 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
 void print_arrival_report(std::ostream& out, const bench::RunDescription& run,
                           const std::vector<bench::ArrivalResult>& results) {
   out << fmt::format("seqtrans bench: arrival simulation, {} on {} ({}); lines arrive at Poisson times\n", run.input,
-                     run.device, precision_name(run.dtype));
+                     run.device, precision_name(run));
   TextTable table;
   table.add_column("lines/s");
   table.add_column("batching", TextTable::Align::Left);

@@ -32,8 +32,8 @@ void add_common_options(CLI::App& command, CommonOptions& options, ModelKind def
   command.add_option("--device", options.text.device, "auto (GPU when present, else CPU), cpu, cuda, cuda:N, or several GPUs: cuda:all or cuda:N,M,... (one "
                      "engine per GPU, lines dealt to whichever is free, output in input order)")
       ->capture_default_str();
-  command.add_option("--precision", options.text.precision, "Compute precision: auto (fp16 on GPU, fp32 on CPU), fp16, fp32")
-      ->check(CLI::IsMember({"auto", "fp16", "fp32"}))
+  command.add_option("--precision", options.text.precision, "Compute precision: auto (fp16 on GPU, fp32 on CPU), fp16, fp32, int8 (CPU: int8 weights and products)")
+      ->check(CLI::IsMember({"auto", "fp16", "fp32", "int8"}))
       ->capture_default_str();
   command.add_flag("--batch-invariant", translator.model.tuning.batch_invariant,
                    "A line's translation and score do not depend on the other lines decoded beside it: the same "

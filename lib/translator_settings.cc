@@ -72,14 +72,18 @@ DevicePlan resolve_settings(const TextSettings& text, TranslatorOptions& options
   options.device = plan.device;
   options.device_index = plan.indices.front();
 
-  SEQTRANS_CHECK(text.precision == "auto" || text.precision == "fp16" || text.precision == "fp32",
-                 "--precision: '{}' is not auto, fp16 or fp32", text.precision);
+  SEQTRANS_CHECK(text.precision == "auto" || text.precision == "fp16" || text.precision == "fp32" ||
+                     text.precision == "int8",
+                 "--precision: '{}' is not auto, fp16, fp32 or int8", text.precision);
   if (text.precision == "auto")
     options.dtype = options.device == Device::CUDA ? DataType::F16 : DataType::F32;
   else
     options.dtype = text.precision == "fp16" ? DataType::F16 : DataType::F32;
   SEQTRANS_CHECK(options.device == Device::CUDA || options.dtype == DataType::F32,
                  "--precision fp16 needs a GPU; the CPU backend computes in fp32");
+  options.model.int8_weights = text.precision == "int8";
+  SEQTRANS_CHECK(!options.model.int8_weights || options.device == Device::CPU,
+                 "--precision int8 runs on the CPU (--device cpu); a GPU computes in fp16 or fp32");
 
   SEQTRANS_CHECK(text.batching == "iteration" || text.batching == "shrinking",
                  "--batching: '{}' is not iteration or shrinking", text.batching);

@@ -12,7 +12,7 @@ namespace seqtrans {
 
 struct TextSettings {
   std::string device = "auto";         // auto | cpu | cuda | cuda:N | cuda:all | cuda:N,M,...
-  std::string precision = "auto";      // auto (fp16 on a GPU, fp32 on the CPU) | fp16 | fp32
+  std::string precision = "auto";      // auto (fp16 on a GPU, fp32 on the CPU) | fp16 | fp32 | int8 (CPU)
   std::string batching = "iteration";  // iteration | shrinking
   std::vector<float> max_length = {256.0f, 0.0f};  // A [B]: at most A + B x source length tokens
   std::string force_eos = "auto";      // auto (as the model file says) | on | off

@@ -3,7 +3,8 @@
 
 Usage:
   bench_ctranslate2_cpu.py --seqtrans BUILD/seqtrans --model models/opus-demo-en-de.seqtrans \
-      --input newstest2014.en [--lines 300] [--threads 2] [--beam 4,1] [--out DIR]
+      --input newstest2014.en [--lines 300] [--threads 2] [--beam 4,1] [--precisions fp32,int8] [--rounds 3]
+      [--out DIR]
 
 Needs `pip install ctranslate2` (and numpy, sentencepiece, protobuf: scripts/requirements.txt). The
 CTranslate2 model is built from the seqtrans file itself through ctranslate2.specs (no torch, no
@@ -12,12 +13,16 @@ the same sinusoidal positions and embedding scale. The decoder starts from the p
 Hugging Face Marian and seqtrans do; pad is kept out of the outputs by an output bias of -1e9.
 
 Timed (load excluded, both engines in this one process tree, one after the other, same lines):
-- seqtrans: `seqtrans bench --device cpu` (median of --runs after one warm-up; tokenization included),
-  and once `seqtrans translate` as a whole process for its user and system CPU time.
+- seqtrans: `seqtrans bench --device cpu` for each of --precisions (median of --runs after one warm-up;
+  tokenization included), and in the first round `seqtrans translate` as a whole process for its user and
+  system CPU time.
 - CTranslate2: SentencePiece encode + translate_batch + decode, in-process, for each compute type
   (float32, int8) and batch type (examples --ct2-batch, tokens --ct2-tokens); the best is the reference.
   User and system CPU time of this process are read around each run.
 Target tokens = best hypothesis ids, EOS excluded (what seqtrans bench counts).
+With --rounds N every configuration runs N times, the rounds one after the other (each round runs every
+configuration once), and each configuration's best round counts: on a shared machine a disturbed run is
+slow, never fast, and alternating keeps the engines' odds alike.
 
 Prints a table (target tokens/s, system share of CPU time, seqtrans / CTranslate2 best) and writes
 DIR/bench_ctranslate2_cpu.json when --out is given.
@@ -54,6 +59,8 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--beam", default="4,1", help="beam sizes, comma-separated (1 = greedy)")
     parser.add_argument("--runs", type=int, default=1, help="timed seqtrans bench passes (median)")
+    parser.add_argument("--precisions", default="fp32", help="seqtrans --precision values, comma-separated")
+    parser.add_argument("--rounds", type=int, default=1, help="times every configuration runs (best counts)")
     parser.add_argument("--max-length", type=int, default=256, help="new tokens at most")
     parser.add_argument("--ct2-batch", type=int, default=32, help="CTranslate2 examples per batch")
     parser.add_argument("--ct2-tokens", type=int, default=4096, help="CTranslate2 tokens per batch")
@@ -199,6 +206,7 @@ class Ct2Runner:
 
 
 def time_ct2(args, model_dir, header, lines, beam):
+    """One run of each compute type and batch type; rows, and the float32 outputs of the fastest float32."""
     best = None
     rows = []
     for compute_type in [c for c in args.ct2_compute_types.split(",") if c]:
@@ -220,11 +228,11 @@ def time_ct2(args, model_dir, header, lines, beam):
     return rows, best
 
 
-def time_seqtrans(args, input_path, beam, workdir):
-    json_path = os.path.join(workdir, f"seqtrans_beam{beam}.json")
+def time_seqtrans(args, input_path, beam, precision, workdir, whole_process):
+    json_path = os.path.join(workdir, f"seqtrans_beam{beam}_{precision}.json")
     command = [args.seqtrans, "bench", "--device", "cpu", "-m", args.model, "-i", input_path,
                "--beam-size", str(beam), "--threads", str(args.threads), "--runs", str(args.runs),
-               "--max-length", str(args.max_length), "--quiet", "--json", json_path]
+               "--max-length", str(args.max_length), "--precision", precision, "--quiet", "--json", json_path]
     completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if completed.returncode != 0:
         sys.exit(f"bench_ctranslate2_cpu: seqtrans bench failed: {completed.stderr.strip()}")
@@ -232,11 +240,16 @@ def time_seqtrans(args, input_path, beam, workdir):
         report = json.load(report_file)
     real = report["results"][0]
     tokens_per_s = real["target_tokens_per_s"]
+    row = {"engine": "seqtrans", "precision": precision, "beam": beam, "target_tokens_per_s": tokens_per_s,
+           "bench": real}
+    log(f"seqtrans {precision} beam {beam}: {tokens_per_s:,.0f} tok/s (bench)")
+    if not whole_process:
+        return row, None
     # A whole process for its CPU time: user and system of the child, load and start included.
-    output_path = os.path.join(workdir, f"seqtrans_beam{beam}.txt")
+    output_path = os.path.join(workdir, f"seqtrans_beam{beam}_{precision}.txt")
     translate = [args.seqtrans, "translate", "--device", "cpu", "-m", args.model, "-i", input_path, "-o",
                  output_path, "--beam-size", str(beam), "--threads", str(args.threads), "--max-length",
-                 str(args.max_length), "--quiet"]
+                 str(args.max_length), "--precision", precision, "--quiet"]
     start = time.perf_counter()
     process = subprocess.Popen(translate, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -245,11 +258,16 @@ def time_seqtrans(args, input_path, beam, workdir):
         sys.exit(f"bench_ctranslate2_cpu: seqtrans translate failed: {process.stderr.read().decode()}")
     with open(output_path, encoding="utf-8") as output_file:
         outputs = output_file.read().split("\n")[:-1]
-    row = {"engine": "seqtrans", "beam": beam, "target_tokens_per_s": tokens_per_s, "bench": real,
-           "translate_wall_s": wall, "user_s": usage.ru_utime, "system_s": usage.ru_stime}
-    log(f"seqtrans beam {beam}: {tokens_per_s:,.0f} tok/s (bench); translate: wall {wall:.2f} s, "
-        f"user {usage.ru_utime:.2f} s, sys {usage.ru_stime:.2f} s")
+    row.update({"translate_wall_s": wall, "user_s": usage.ru_utime, "system_s": usage.ru_stime})
+    log(f"seqtrans {precision} translate: wall {wall:.2f} s, user {usage.ru_utime:.2f} s, "
+        f"sys {usage.ru_stime:.2f} s")
     return row, outputs
+
+
+def fastest(rows, **match):
+    """The row with the most target tokens/s among those whose fields equal `match`."""
+    chosen = [r for r in rows if all(r.get(key) == value for key, value in match.items())]
+    return max(chosen, key=lambda r: r["target_tokens_per_s"]) if chosen else None
 
 
 def main():
@@ -272,31 +290,50 @@ def main():
                 log(f"converting {args.model} for CTranslate2 into {model_dir}")
                 build_ct2_model(args.model, model_dir)
             header, _ = load_tensors(args.model)
-        table = []
-        for beam in beams:
-            seqtrans_row, seqtrans_outputs = time_seqtrans(args, input_path, beam, workdir)
-            report["rows"].append(seqtrans_row)
-            if args.skip_ct2:
-                table.append((beam, seqtrans_row, None, None))
-                continue
-            ct2_rows, best = time_ct2(args, model_dir, header, lines, beam)
-            report["rows"].extend(ct2_rows)
-            same = sum(a == b for a, b in zip(seqtrans_outputs, best[1])) if best else 0
-            report["rows"].append({"beam": beam, "identical_outputs": same, "lines": len(lines)})
-            table.append((beam, seqtrans_row, max(ct2_rows, key=lambda r: r["target_tokens_per_s"]), same))
-    print(f"\n{len(lines)} lines, {args.threads} threads, target tokens/s (load average before: "
-          f"{report['load_average_before'][0]:.2f})")
-    print(f"{'beam':>4}  {'seqtrans':>9}  {'sys share':>9}  {'CT2 best':>9}  {'(type)':<24}  {'ratio':>6}  identical")
-    for beam, ours, theirs, same in table:
-        cpu = ours["user_s"] + ours["system_s"]
-        share = ours["system_s"] / cpu if cpu > 0 else 0.0
-        if theirs is None:
-            print(f"{beam:>4}  {ours['target_tokens_per_s']:>9,.0f}  {share:>8.1%}")
-            continue
-        kind = f"{theirs['compute_type']} {theirs['batch_type']}:{theirs['batch_size']}"
-        ratio = ours["target_tokens_per_s"] / theirs["target_tokens_per_s"]
-        print(f"{beam:>4}  {ours['target_tokens_per_s']:>9,.0f}  {share:>8.1%}  "
-              f"{theirs['target_tokens_per_s']:>9,.0f}  {kind:<24}  {ratio:>5.2f}x  {same}/{len(lines)}")
+        precisions = [p for p in args.precisions.split(",") if p]
+        rows, first_outputs, ct2_outputs = [], {}, {}
+        for round_index in range(args.rounds):
+            for beam in beams:
+                for precision in precisions:
+                    row, outputs = time_seqtrans(args, input_path, beam, precision, workdir, round_index == 0)
+                    row["round"] = round_index
+                    rows.append(row)
+                    if outputs is not None:
+                        first_outputs[(beam, precision)] = row, outputs
+                if args.skip_ct2:
+                    continue
+                ct2_rows, best = time_ct2(args, model_dir, header, lines, beam)
+                for row in ct2_rows:
+                    row["round"] = round_index
+                rows.extend(ct2_rows)
+                if best and (beam not in ct2_outputs or best[0] > ct2_outputs[beam][0]):
+                    ct2_outputs[beam] = best
+        report["rows"] = rows
+    print(f"\n{len(lines)} lines, {args.threads} threads, target tokens/s, best of {args.rounds} round(s) "
+          f"(load average before: {report['load_average_before'][0]:.2f})")
+    print(f"{'beam':>4}  {'seqtrans':<9}  {'tok/s':>7}  {'sys share':>9}  {'CT2 best':>8}  {'(type)':<24}  "
+          f"{'ratio':>6}  {'CT2 int8':>8}  {'ratio':>6}  same as CT2 fp32")
+    for beam in beams:
+        theirs = fastest(rows, engine="ctranslate2", beam=beam)
+        theirs_int8 = fastest(rows, engine="ctranslate2", beam=beam, compute_type="int8")
+        for precision in precisions:
+            ours = fastest(rows, engine="seqtrans", beam=beam, precision=precision)
+            timed, outputs = first_outputs[(beam, precision)]
+            cpu = timed["user_s"] + timed["system_s"]
+            share = timed["system_s"] / cpu if cpu > 0 else 0.0
+            line = f"{beam:>4}  {precision:<9}  {ours['target_tokens_per_s']:>7,.0f}  {share:>8.1%}"
+            if theirs is not None:
+                kind = f"{theirs['compute_type']} {theirs['batch_type']}:{theirs['batch_size']}"
+                line += (f"  {theirs['target_tokens_per_s']:>8,.0f}  {kind:<24}  "
+                         f"{ours['target_tokens_per_s'] / theirs['target_tokens_per_s']:>5.2f}x")
+            if theirs_int8 is not None:
+                line += (f"  {theirs_int8['target_tokens_per_s']:>8,.0f}  "
+                         f"{ours['target_tokens_per_s'] / theirs_int8['target_tokens_per_s']:>5.2f}x")
+            if beam in ct2_outputs:
+                same = sum(a == b for a, b in zip(outputs, ct2_outputs[beam][1]))
+                report.setdefault("identical_to_ct2_float32", {})[f"beam{beam}_{precision}"] = same
+                line += f"  {same}/{len(lines)}"
+            print(line)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "bench_ctranslate2_cpu.json"), "w", encoding="utf-8") as out:

@@ -31,7 +31,8 @@ std::string describe(const EngineSettings& settings) {
          (tuning.batch_invariant ? ", batch-invariant" : "") +
          (tuning.prefill_chunk_tokens == kPrefillChunkTokens ? std::string()
           : tuning.prefill_chunk_tokens == 0 ? std::string(", whole-prompt prefill")
-                                             : ", prefill chunks of " + std::to_string(tuning.prefill_chunk_tokens));
+                                             : ", prefill chunks of " + std::to_string(tuning.prefill_chunk_tokens)) +
+         (tuning.packed_weights ? "" : ", weights not packed at load");
 }
 
 std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload, int64_t target_vocab) {
@@ -77,7 +78,13 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   list.push_back(invariance);
 
   // Graphs need the fused output layer (the host top-k copies logits mid-step).
-  if (device != Device::CUDA) return list;
+  if (device != Device::CUDA) {
+    Ablation weights{"no-packed-weights", "weights packed at load", base, base};
+    weights.with_idea.tuning.packed_weights = true;
+    weights.without_idea.tuning.packed_weights = false;
+    list.push_back(weights);
+    return list;
+  }
   Ablation graphs{"no-cuda-graphs", "CUDA graphs", base, base};
   graphs.with_idea.tuning.cuda_graphs = true;
   graphs.without_idea.tuning.cuda_graphs = false;

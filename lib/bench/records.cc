@@ -173,7 +173,7 @@ void write_json(std::ostream& out, const RunDescription& run, const ModelConfig&
   json.key("run").begin_object();
   json.key("mode").value(run.mode);
   json.key("device").value(run.device);
-  json.key("precision").value(dtype_label(run.dtype));
+  json.key("precision").value(run.int8_weights ? "int8" : dtype_label(run.dtype));
   if (!run.model.empty()) json.key("model_file").value(run.model);
   if (!run.input.empty()) json.key("input").value(run.input);
   json.key("engine").value(describe(run.engine));

@@ -17,6 +17,7 @@ struct RunDescription {
   std::string mode;    // "synthetic" or "real"
   std::string device;  // "cpu", "cuda:0"
   DataType dtype = DataType::F32;
+  bool int8_weights = false;  // CPU --precision int8
   Hardware hardware;
   std::string hardware_source;  // where the peak rates came from, e.g. "measured on an H200"
   EngineSettings engine;

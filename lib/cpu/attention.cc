@@ -3,7 +3,9 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/attention_rows.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/isa.h"
 #include "cpu/thread_pool.h"
 
 namespace seqtrans::cpu {
@@ -52,31 +54,26 @@ inline __attribute__((always_inline)) float dot(const float* q, const float* k, 
   return sum;
 }
 
-// Query rows of batch row b attend to its keys. Each key and value row is read once for all heads (one
-// contiguous stream instead of a pass per head); per head the arithmetic is the plain softmax's, in the
-// same order. Query head h reads kv head h / group (grouped-query attention; group 1 otherwise).
-// weights: [heads * key_capacity] scratch, offsets: [key_capacity].
+}  // namespace
+
+// Each key and value row is read once for all heads (one contiguous stream instead of a pass per head).
 // Built for AVX2 as well as the baseline: the same lanes in wider registers, so the same bits.
 #if defined(__x86_64__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-void attend_row(const ops::AttentionOptions& options, int64_t b, int64_t query_len, int64_t width, int64_t key_len,
-                int64_t group, const float* q, const float* k, const float* v, const std::vector<int64_t>& offsets,
-                std::vector<float>& weights, float* result) {
-  const int64_t heads = options.num_heads, head_dim = width / heads;
+void attend_row_portable(const AttentionRow& row, float* scores) {
+  const int64_t heads = row.heads, head_dim = row.head_dim, width = heads * head_dim, key_len = row.key_len;
   double totals[kMaxHeads];
-  int64_t kv_offsets[kMaxHeads];  // where query head h's kv head starts in a key or value row
-  for (int64_t h = 0; h < heads; ++h) kv_offsets[h] = h / group * head_dim;
-  for (int64_t t = 0; t < query_len; ++t) {
-    const float* q_row = q + (b * query_len + t) * width;
-    float* out_row = result + (b * query_len + t) * width;
+  for (int64_t t = 0; t < row.query_len; ++t) {
+    const float* q_row = row.query + (row.b * row.query_len + t) * width;
+    float* out_row = row.out + (row.b * row.query_len + t) * width;
     for (int64_t j = 0; j < key_len; ++j) {
-      const float* k_row = k + offsets[j];
+      const float* k_row = row.keys + row.key_offsets[j];
       for (int64_t h = 0; h < heads; ++h)
-        weights[h * key_len + j] = dot(q_row + h * head_dim, k_row + kv_offsets[h], head_dim) * options.scale;
+        scores[h * key_len + j] = dot(q_row + h * head_dim, k_row + row.kv_offsets[h], head_dim) * row.scale;
     }
     for (int64_t h = 0; h < heads; ++h) {
-      float* head_weights = weights.data() + h * key_len;
+      float* head_weights = scores + h * key_len;
       float max_score = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < key_len; ++j) max_score = std::max(max_score, head_weights[j]);
       double total = 0.0;
@@ -88,18 +85,17 @@ void attend_row(const ops::AttentionOptions& options, int64_t b, int64_t query_l
     }
     for (int64_t c = 0; c < width; ++c) out_row[c] = 0.0f;
     for (int64_t j = 0; j < key_len; ++j) {
-      const float* v_row = v + offsets[j];
+      const float* v_row = row.values + row.key_offsets[j];
       for (int64_t h = 0; h < heads; ++h) {
-        const float weight = static_cast<float>(weights[h * key_len + j] / totals[h]);
+        const float weight = static_cast<float>(scores[h * key_len + j] / totals[h]);
         float* out_head = out_row + h * head_dim;
-        const float* v_head = v_row + kv_offsets[h];
+        const float* v_head = v_row + row.kv_offsets[h];
         for (int64_t c = 0; c < head_dim; ++c) out_head[c] += weight * v_head[c];
       }
     }
   }
 }
 
-}  // namespace
 
 void attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                const ops::AttentionOptions& options, Tensor& out) {
@@ -116,15 +112,33 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   const float* v = values.data<float>();
   const int32_t* lengths = key_lengths.data<int32_t>();
   float* result = out.data<float>();
+  const bool avx2 = cpu_isa() != Isa::Portable && attend_row_avx2_fits(width / options.num_heads);
   // Batch rows are independent: dealt to the threads, each with its own scratch.
   const int64_t row_work = std::max<int64_t>(1, query_len * std::min<int64_t>(key_capacity, 64) * width * 2);
   parallel_for(batch, std::max<int64_t>(1, kMinPartWork / row_work), [&](int64_t begin, int64_t end) {
-    std::vector<float> weights(static_cast<size_t>(options.num_heads * key_capacity));
+    std::vector<float> scores(static_cast<size_t>(options.num_heads * key_capacity));
     std::vector<int64_t> offsets(static_cast<size_t>(key_capacity));
+    int64_t kv_offsets[kMaxHeads];  // where query head h's kv head starts in a key or value row
+    AttentionRow row;
+    row.query = q;
+    row.keys = k;
+    row.values = v;
+    row.key_offsets = offsets.data();
+    row.kv_offsets = kv_offsets;
+    row.out = result;
+    row.query_len = query_len;
+    row.heads = options.num_heads;
+    row.head_dim = width / options.num_heads;
+    row.scale = options.scale;
+    for (int64_t h = 0; h < row.heads; ++h) kv_offsets[h] = h / group * row.head_dim;
     for (int64_t b = begin; b < end; ++b) {
-      const int64_t key_len = std::clamp<int64_t>(lengths[b], 0, key_capacity);
-      key_offsets(options, b, key_len, key_batch, block, key_width, offsets);
-      attend_row(options, b, query_len, width, key_len, group, q, k, v, offsets, weights, result);
+      row.b = b;
+      row.key_len = std::clamp<int64_t>(lengths[b], 0, key_capacity);
+      key_offsets(options, b, row.key_len, key_batch, block, key_width, offsets);
+      if (avx2)
+        attend_row_avx2(row, scores.data());
+      else
+        attend_row_portable(row, scores.data());
     }
   });
 }

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <vector>
 
 #include "core/batch_invariance.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/packed_gemm.h"
 #include "cpu/thread_pool.h"
 
 namespace seqtrans::cpu {
@@ -24,19 +26,27 @@ constexpr int64_t kColumnBlock = 16;
 // saves (a wake-up is a few microseconds; this is about 20 us of one core).
 constexpr int64_t kMinPartWork = int64_t{1} << 19;
 
-// OpenBLAS's AVX-512 builds send a product that is small enough to a small-matrix kernel, which sums in
-// another order than its packed kernels: a row's bits then depend on the row count (1 or 2 rows of a
-// 512-wide product differ from 3 or more). Its rule, in its column-major terms (rows x columns of c here):
-// rows * columns * depth <= 10^6, and with b transposed also rows * columns <= 1200 (and depth >= 32). In
-// batch-invariant mode such a call gets zero rows added until the rule no longer holds, so that every row
-// count takes the packed kernels. Not by default: the small kernel is about 6x faster at 1 row of 512 x 512
-// (it reads b as it is; the packed kernels copy it first).
+// The longest k for which OpenBLAS sums each element of c as one chain of fused multiply-adds: its first
+// block of k (GEMM_Q) is at least this long on every x86-64 target it has; past it, it adds the blocks' sums.
+constexpr int64_t kChainedK = 256;
+
+// Whether OpenBLAS (0.3.x) may take a product of `rows` x `cols` over k to its small-matrix kernels, whose
+// sums run in other orders: in its column-major terms (cols x rows, b transposed) it may where
+// cols * rows * k <= 100^3, cols * rows <= 1200 and k >= 32 (Skylake-X and later targets; others have none).
+bool blas_small_path(int64_t rows, int64_t cols, int64_t k) {
+  return static_cast<double>(cols) * rows * k <= 1e6 && cols * rows <= 1200 && k >= 32;
+}
+
+// In batch-invariant mode a call that OpenBLAS may take to its small-matrix kernels (blas_small_path; for b
+// not transposed, its rule is rows * columns * depth <= 10^6 alone) gets zero rows added until it may not, so
+// that every row count takes the packed kernels: 1 or 2 rows of a 512-wide product differ from 3 or more
+// otherwise. Not by default: the small kernel is about 6x faster at 1 row of 512 x 512 (it reads b as it is).
 constexpr int64_t kSmallKernelMaxProducts = 1000000, kSmallKernelMaxOutputs = 1200;
 
 int64_t packed_kernel_rows(int64_t rows, int64_t columns, int64_t depth, bool transpose_b) {
   if (transpose_b) {
-    if (depth < 32 || rows * columns > kSmallKernelMaxOutputs) return rows;
-    return std::max(rows, kSmallKernelMaxOutputs / columns + 1);
+    if (!blas_small_path(rows, columns, depth)) return rows;
+    return std::max(rows, std::min(kSmallKernelMaxOutputs / columns, kSmallKernelMaxProducts / (columns * depth)) + 1);
   }
   if (rows * columns * depth > kSmallKernelMaxProducts) return rows;
   return std::max(rows, kSmallKernelMaxProducts / (columns * depth) + 1);
@@ -64,7 +74,33 @@ void gemm_part(const float* a, int m, int k, const float* b_part, int ldb, bool 
               c + int64_t{r} * ldc + begin);
 }
 
+// The int8 kernels do about four times the multiply-adds of fp32 in the same time: a part's least work is
+// counted in fp32 terms.
+constexpr int64_t kInt8Speedup = 4;
+
+// c = a x b^T with b in WeightFormat::Int8: a's rows quantized once, then the column parts.
+void matmul_int8(const float* a, int64_t m, int64_t k, const PackedMatrix& b, float* c, int64_t n,
+                 const GemmEpilogue& epilogue) {
+  const Int8Kernel kernel = int8_kernel();
+  const int64_t row_bytes = b.quads() * 4;
+  std::vector<uint8_t> q(static_cast<size_t>(m * row_bytes));
+  std::vector<float> scales(static_cast<size_t>(m));
+  parallel_for(m, std::max<int64_t>(1, kMinPartWork / (16 * k)), [&](int64_t begin, int64_t end) {
+    quantize_rows(a + begin * k, end - begin, k, b.quads(), int8_offset(kernel), q.data() + begin * row_bytes,
+                  scales.data() + begin);
+  });
+  const int64_t block_work = m * k * kColumnBlock;
+  parallel_for(b.panels(), std::max<int64_t>(1, kInt8Speedup * kMinPartWork / block_work),
+               [&](int64_t begin, int64_t end) {
+                 packed_gemm_i8(q.data(), scales.data(), m, b, begin, end, c, n, epilogue, kernel);
+               });
+}
+
 }  // namespace
+
+bool packed_matmul_exact(int64_t rows, int64_t cols, int64_t k) {
+  return k <= kChainedK && !blas_small_path(rows, cols, k);
+}
 
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options) {
   const int m = blas_extent(a.dim(0), "m");
@@ -77,10 +113,23 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
   // Each part is c[:, begin:end] = a x b[:, begin:end]: every element sums the same products in the same
   // order whatever the split, so the result does not depend on the thread count; nor on the row count in
-  // batch-invariant mode (gemm_part). The mode is the calling thread's: the parts run on the pool's.
+  // batch-invariant mode (gemm_part, and the packed kernel's one chain over k). The mode is the calling
+  // thread's: the parts run on the pool's.
   const bool invariant = batch_invariant();
+  const auto* packed = static_cast<const PackedMatrix*>(options.prepared_b);
+  if (packed != nullptr && packed->format() == ops::WeightFormat::Int8)
+    return matmul_int8(a_values, m, k, *packed, c_values, n, {bias, options.activation});
+  const Isa isa = cpu_isa();
   const auto columns = [&](int64_t block_begin, int64_t block_end) {
     const int64_t begin = block_begin * kColumnBlock, end = std::min<int64_t>(n, block_end * kColumnBlock);
+    // The packed kernel where it gives the plain path's bits; OpenBLAS on b itself elsewhere.
+    // In batch-invariant mode the small path is not taken, so the packed kernel's chain is the bits at any k
+    // it covers.
+    if (packed != nullptr && (invariant ? k <= kChainedK : packed_matmul_exact(m, end - begin, k))) {
+      static_assert(kColumnBlock == PackedMatrix::kPanelWidth, "a block of columns is a panel");
+      packed_gemm_f32(a_values, m, *packed, block_begin, block_end, c_values, n, {bias, options.activation}, isa);
+      return;
+    }
     const float* b_part = options.transpose_b ? b_values + begin * k : b_values + begin;
     gemm_part(a_values, m, k, b_part, options.transpose_b ? k : n, options.transpose_b, options.alpha, begin, end,
               c_values, n, invariant);

@@ -1,10 +1,10 @@
 #include "cpu/vector_math.h"
 
+#include "cpu/isa.h"
+#include "cpu/simd.h"
+
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace seqtrans::cpu {
 namespace {
@@ -48,6 +48,12 @@ double exp_sum_scalar(const float* x, int64_t n, float shift) {
 }
 
 #if defined(__x86_64__)
+// The AVX2 and AVX-512 builds evaluate exp_nonpositive's operations on 4 or 8 values at once. Each block of
+// values runs as kChains independent chains, their steps interleaved: one chain is 13 dependent
+// multiply-adds (about 80 cycles), and the processor's window does not reach far enough ahead to overlap
+// blocks by itself (1.3x for AVX2 on an AMD EPYC). The exps then join the totals in index order.
+constexpr int kChains = 2;
+
 __attribute__((target("avx2"))) double exp_sum_avx2(const float* x, int64_t n, float shift) {
   const __m256d log2e = _mm256_set1_pd(kLog2e), shifter = _mm256_set1_pd(kShifter);
   const __m256d ln2_high = _mm256_set1_pd(kLn2High), ln2_low = _mm256_set1_pd(kLn2Low);
@@ -56,18 +62,60 @@ __attribute__((target("avx2"))) double exp_sum_avx2(const float* x, int64_t n, f
   const __m256i shifter_bits = _mm256_castpd_si256(shifter), bias = _mm256_set1_epi64x(1023);
   __m256d total = _mm256_setzero_pd();
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m256d v = _mm256_cvtps_pd(_mm_sub_ps(_mm_loadu_ps(x + i), shift4));
-    const __m256d shifted = _mm256_add_pd(_mm256_mul_pd(v, log2e), shifter);
-    const __m256d k = _mm256_sub_pd(shifted, shifter);
-    const __m256d r = _mm256_sub_pd(_mm256_sub_pd(v, _mm256_mul_pd(k, ln2_high)), _mm256_mul_pd(k, ln2_low));
-    __m256d p = _mm256_set1_pd(kTaylor[0]);
-    for (int t = 1; t < 14; ++t) p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(kTaylor[t]));
-    const __m256i exponent =
-        _mm256_slli_epi64(_mm256_add_epi64(_mm256_sub_epi64(_mm256_castpd_si256(shifted), shifter_bits), bias), 52);
-    const __m256d value = _mm256_mul_pd(p, _mm256_castsi256_pd(exponent));
-    const __m256d kept = _mm256_cmp_pd(v, lowest, _CMP_GE_OQ);  // false below kLowest and for -inf
-    total = _mm256_add_pd(total, _mm256_and_pd(value, kept));
+  for (; i + kChains * kLanes <= n; i += kChains * kLanes) {
+    __m256d v[kChains], shifted[kChains], r[kChains], p[kChains];
+    for (int c = 0; c < kChains; ++c) {
+      v[c] = _mm256_cvtps_pd(_mm_sub_ps(_mm_loadu_ps(x + i + c * kLanes), shift4));
+      shifted[c] = _mm256_add_pd(_mm256_mul_pd(v[c], log2e), shifter);
+      const __m256d k = _mm256_sub_pd(shifted[c], shifter);
+      r[c] = _mm256_sub_pd(_mm256_sub_pd(v[c], _mm256_mul_pd(k, ln2_high)), _mm256_mul_pd(k, ln2_low));
+      p[c] = _mm256_set1_pd(kTaylor[0]);
+    }
+    for (int t = 1; t < 14; ++t)
+      for (int c = 0; c < kChains; ++c) p[c] = _mm256_add_pd(_mm256_mul_pd(p[c], r[c]), _mm256_set1_pd(kTaylor[t]));
+    for (int c = 0; c < kChains; ++c) {
+      const __m256i exponent = _mm256_slli_epi64(
+          _mm256_add_epi64(_mm256_sub_epi64(_mm256_castpd_si256(shifted[c]), shifter_bits), bias), 52);
+      const __m256d value = _mm256_mul_pd(p[c], _mm256_castsi256_pd(exponent));
+      const __m256d kept = _mm256_cmp_pd(v[c], lowest, _CMP_GE_OQ);  // false below kLowest and for -inf
+      total = _mm256_add_pd(total, _mm256_and_pd(value, kept));
+    }
+  }
+  alignas(32) double lanes[kLanes];
+  _mm256_store_pd(lanes, total);
+  for (; i < n; ++i) lanes[i % kLanes] += exp_nonpositive(static_cast<double>(x[i] - shift));
+  return lane_total(lanes);
+}
+
+__attribute__((target("avx512f,avx512dq"))) double exp_sum_avx512(const float* x, int64_t n, float shift) {
+  constexpr int kWide = 2 * kLanes;  // values per register
+  const __m512d log2e = _mm512_set1_pd(kLog2e), shifter = _mm512_set1_pd(kShifter);
+  const __m512d ln2_high = _mm512_set1_pd(kLn2High), ln2_low = _mm512_set1_pd(kLn2Low);
+  const __m512d lowest = _mm512_set1_pd(kLowest);
+  const __m256 shift8 = _mm256_set1_ps(shift);
+  const __m512i shifter_bits = _mm512_castpd_si512(shifter), bias = _mm512_set1_epi64(1023);
+  __m256d total = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + kChains * kWide <= n; i += kChains * kWide) {
+    __m512d v[kChains], shifted[kChains], r[kChains], p[kChains];
+    for (int c = 0; c < kChains; ++c) {
+      v[c] = _mm512_cvtps_pd(_mm256_sub_ps(_mm256_loadu_ps(x + i + c * kWide), shift8));
+      shifted[c] = _mm512_add_pd(_mm512_mul_pd(v[c], log2e), shifter);
+      const __m512d k = _mm512_sub_pd(shifted[c], shifter);
+      r[c] = _mm512_sub_pd(_mm512_sub_pd(v[c], _mm512_mul_pd(k, ln2_high)), _mm512_mul_pd(k, ln2_low));
+      p[c] = _mm512_set1_pd(kTaylor[0]);
+    }
+    for (int t = 1; t < 14; ++t)
+      for (int c = 0; c < kChains; ++c) p[c] = _mm512_add_pd(_mm512_mul_pd(p[c], r[c]), _mm512_set1_pd(kTaylor[t]));
+    for (int c = 0; c < kChains; ++c) {
+      const __m512i exponent = _mm512_slli_epi64(
+          _mm512_add_epi64(_mm512_sub_epi64(_mm512_castpd_si512(shifted[c]), shifter_bits), bias), 52);
+      const __m512d value = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(v[c], lowest, _CMP_GE_OQ),
+                                                _mm512_mul_pd(p[c], _mm512_castsi512_pd(exponent)));
+      // Values i..i+3 join the four lanes before values i+4..i+7, as in the 4-wide builds.
+      total = _mm256_add_pd(total, _mm512_castpd512_pd256(value));
+      total = _mm256_add_pd(total, _mm512_extractf64x4_pd(value, 1));
+    }
   }
   alignas(32) double lanes[kLanes];
   _mm256_store_pd(lanes, total);
@@ -78,12 +126,14 @@ __attribute__((target("avx2"))) double exp_sum_avx2(const float* x, int64_t n, f
 
 }  // namespace
 
-double exp_sum(const float* x, int64_t n, float shift) {
+double exp_sum(const float* x, int64_t n, float shift, Isa isa) {
 #if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) return exp_sum_avx2(x, n, shift);
+  if (isa == Isa::Avx512) return exp_sum_avx512(x, n, shift);
+  if (isa == Isa::Avx2) return exp_sum_avx2(x, n, shift);
 #endif
   return exp_sum_scalar(x, n, shift);
 }
+
+double exp_sum(const float* x, int64_t n, float shift) { return exp_sum(x, n, shift, cpu_isa()); }
 
 }  // namespace seqtrans::cpu

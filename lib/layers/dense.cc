@@ -4,12 +4,14 @@ namespace seqtrans {
 
 Dense::Dense(const WeightLoader& weights, const std::string& scope, int64_t in_features, int64_t out_features)
     : weight_(weights.get(scope + "/weight", {out_features, in_features})),
-      bias_(weights.get(scope + "/bias", {out_features})) {}
+      bias_(weights.get(scope + "/bias", {out_features})),
+      prepared_(weights.prepare_dense(weight_)) {}
 
 Tensor Dense::forward(const Tensor& x, std::optional<Activation> activation) const {
   ops::MatmulOptions options;
   options.bias = &bias_;
   options.activation = activation;
+  options.prepared_b = prepared_.get();
   return ops::matmul(x, weight_, options);
 }
 

@@ -16,7 +16,11 @@ class Dense {
   // x: [m, in] -> [m, out], bias added, then the activation if any (fused into the GEMM where possible).
   Tensor forward(const Tensor& x, std::optional<Activation> activation = std::nullopt) const;
   // x W^T without the bias, for callers that fuse the bias into the next op.
-  Tensor project(const Tensor& x) const { return ops::matmul(x, weight_); }
+  Tensor project(const Tensor& x) const {
+    ops::MatmulOptions options;
+    options.prepared_b = prepared_.get();
+    return ops::matmul(x, weight_, options);
+  }
 
   const Tensor& weight() const { return weight_; }  // [out, in]
   const Tensor& bias() const { return bias_; }      // [out]
@@ -24,6 +28,7 @@ class Dense {
  private:
   Tensor weight_;
   Tensor bias_;
+  std::shared_ptr<const ops::PreparedWeight> prepared_;  // weight_ laid out for the device's products, or none
 };
 
 // Layer norm parameters of one sublayer.

@@ -99,7 +99,8 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
   require_supported(file, config_);
   SEQTRANS_CHECK(options.device == Device::CUDA || options.dtype == DataType::F32,
                  "the CPU backend computes in fp32 only");
-  const WeightLoader weights(file, options.device, options.dtype);
+  const WeightFormats formats = weight_formats(options);
+  const WeightLoader weights(file, options.device, options.dtype, formats.dense);
   const int64_t d = config_.d_model;
   if (config_.shared_embeddings) {
     source_embedding_ = weights.get("shared/embedding", {config_.source_vocab_size, d});
@@ -129,7 +130,7 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
   Tensor output_bias;
   if (config_.output_bias)
     output_bias = WeightLoader(file, options.device, DataType::F32).get("decoder/output/bias", {config_.target_vocab_size});
-  output_head_ = OutputHead(output_weight, output_bias, options_.tuning.topk_algorithm);
+  output_head_ = OutputHead(output_weight, output_bias, options_.tuning.topk_algorithm, formats.output);
   for (int i = 0; i < config_.encoder.num_layers; ++i)
     encoder_layers_.emplace_back(weights, fmt::format("encoder/layer_{}", i), config_);
   for (int i = 0; i < config_.decoder.num_layers; ++i)

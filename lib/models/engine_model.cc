@@ -5,6 +5,14 @@
 
 namespace seqtrans {
 
+WeightFormats weight_formats(const ModelOptions& options) {
+  WeightFormats formats;
+  if (options.device != Device::CPU) return formats;
+  if (options.tuning.packed_weights) formats.dense = formats.output = ops::WeightFormat::Packed;
+  if (options.int8_weights) formats.dense = ops::WeightFormat::Int8;
+  return formats;
+}
+
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options) {
   if (file.config().kind == ModelKind::DecoderOnly) return std::make_unique<DecoderOnlyModel>(file, options);
   return std::make_unique<EncoderDecoderModel>(file, options);

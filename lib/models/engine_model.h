@@ -16,6 +16,9 @@ namespace seqtrans {
 struct ModelOptions {
   Device device = Device::CPU;
   DataType dtype = DataType::F32;  // compute and weight type on the device
+  // CPU: the Dense layers' weights quantized to int8 at load, their products in int32 over activations
+  // quantized per row (ops::WeightFormat::Int8; --precision int8). The output layer stays fp32.
+  bool int8_weights = false;
   EngineTuning tuning;             // the speed ideas, each switchable (the benchmark's ablations)
 };
 
@@ -29,6 +32,14 @@ class EngineModel : public StepModel {
 };
 
 // The model `file` holds: an EncoderDecoderModel or a DecoderOnlyModel, as its config.kind says.
+// The forms a model's weights take for its products (ops::prepare_weight): its Dense layers' and its output
+// layer's.
+struct WeightFormats {
+  ops::WeightFormat dense = ops::WeightFormat::Plain;
+  ops::WeightFormat output = ops::WeightFormat::Plain;
+};
+WeightFormats weight_formats(const ModelOptions& options);
+
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options);
 
 }  // namespace seqtrans

@@ -63,13 +63,16 @@ struct EngineTuning {
   // starts decoding once its prefill is complete. 0: each prompt whole when it is admitted
   // (bench --prefill-chunk 0).
   int64_t prefill_chunk_tokens = kPrefillChunkTokens;
+  // CPU: weights packed at load into the panels the CPU's own products read (ops::WeightFormat::Packed;
+  // the same bits). false: OpenBLAS packs them again at every product (--no-packed-weights).
+  bool packed_weights = true;
 
   bool operator==(const EngineTuning& other) const {
     return topk_algorithm == other.topk_algorithm && fused_output == other.fused_output &&
            cuda_graphs == other.cuda_graphs && packed_encoder == other.packed_encoder &&
            persistent_decode_rows == other.persistent_decode_rows && steps_per_read == other.steps_per_read &&
            persistent_argmax == other.persistent_argmax && batch_invariant == other.batch_invariant &&
-           prefill_chunk_tokens == other.prefill_chunk_tokens;
+           prefill_chunk_tokens == other.prefill_chunk_tokens && packed_weights == other.packed_weights;
   }
 };
 

@@ -33,6 +33,7 @@ const Tensor* SuppressedLists::bitmap() const {
 Tensor OutputHead::logits(const Tensor& x) const {
   ops::MatmulOptions options;
   options.fp32_output = true;
+  options.prepared_b = prepared_.get();
   return ops::matmul(x, weight_, options);  // [rows, V]
 }
 

@@ -49,9 +49,14 @@ struct OutputSelection {
 class OutputHead {
  public:
   OutputHead() = default;
-  // weight [V, d] in the model's dtype; bias [V] fp32 or undefined.
-  OutputHead(Tensor weight, Tensor bias, ops::TopkAlgorithm algorithm)
-      : weight_(std::move(weight)), bias_(std::move(bias)), algorithm_(algorithm) {}
+  // weight [V, d] in the model's dtype; bias [V] fp32 or undefined; the logits' product reads the weight
+  // prepared in `format` where the device has such a form (ops::prepare_weight).
+  OutputHead(Tensor weight, Tensor bias, ops::TopkAlgorithm algorithm,
+             ops::WeightFormat format = ops::WeightFormat::Plain)
+      : weight_(std::move(weight)),
+        bias_(std::move(bias)),
+        algorithm_(algorithm),
+        prepared_(ops::prepare_weight(weight_, format)) {}
 
   // Logits of x [rows, d] -> [rows, V] fp32, without the bias.
   Tensor logits(const Tensor& x) const;
@@ -71,6 +76,7 @@ class OutputHead {
   Tensor weight_;  // [V, d]
   Tensor bias_;    // [V] fp32 (added to fp32 logits), or undefined
   ops::TopkAlgorithm algorithm_ = ops::TopkAlgorithm::Auto;
+  std::shared_ptr<const ops::PreparedWeight> prepared_;  // weight_ for the logits' product, or none
 };
 
 }  // namespace seqtrans

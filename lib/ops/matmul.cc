@@ -20,6 +20,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
     check_extent("matmul", "bias", *options.bias, 0, n);
     check_same_device("matmul", a, *options.bias);
   }
+  if (options.prepared_b != nullptr) {
+    SEQTRANS_CHECK(options.transpose_b && options.alpha == 1.0f, "matmul: a prepared b takes transpose_b and alpha 1");
+    SEQTRANS_CHECK(options.prepared_b->rows() == n && options.prepared_b->cols() == k,
+                   "matmul: the prepared b is [{}, {}], b is [{}, {}]", options.prepared_b->rows(),
+                   options.prepared_b->cols(), n, k);
+  }
   Tensor c({a.dim(0), n}, output, a.device());
   const ProfileScope profile("gemm");
   switch (a.device()) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ops/prepared_weight.h"
 
 namespace seqtrans {
 
@@ -28,6 +29,8 @@ struct MatmulOptions {
   // for fp16 with no activation or ReLU, and runs a separate kernel otherwise.
   const Tensor* bias = nullptr;
   std::optional<Activation> activation;  // needs a bias
+  // b prepared at load for this device (ops::prepare_weight(b, ...), transpose_b and alpha 1 only).
+  const PreparedWeight* prepared_b = nullptr;
 };
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
 

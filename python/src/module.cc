@@ -186,7 +186,7 @@ NB_MODULE(_seqtrans, m) {
 
 device: "auto" (a GPU when there is one, else the CPU), "cpu", "cuda", "cuda:N", or several GPUs:
     "cuda:all" or "cuda:0,1" (one engine per GPU, lines dealt to whichever is free, results in order).
-precision: "auto" (fp16 on a GPU, fp32 on the CPU), "fp16" or "fp32".
+precision: "auto" (fp16 on a GPU, fp32 on the CPU), "fp16", "fp32" or "int8" (the CPU: int8 weights and products).
 threads: CPU threads for matrix products (0 = all cores).
 batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_length, max_gpu_memory: as
     the CLI's --batching, --max-batch-size, --max-batch-tokens, --min-join, --read-ahead, --max-input-length,

@@ -8,6 +8,7 @@
 #include "catch.h"
 #include "core/error.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/vector_math.h"
 #include "ops/ops.h"
 #include "ops/runtime.h"
 #include "support/errors.h"
@@ -305,6 +306,41 @@ TEST_CASE("log_softmax_topk equals a full sort of the normalized row, with ties 
         if (std::isinf(z[order[i]])) CHECK(std::isinf(got_values[r * k + i]));
         else CHECK(std::abs(got_values[r * k + i] - z[order[i]]) < 1e-5);
       }
+    }
+  }
+}
+
+TEST_CASE("log_softmax_topk ranks by the normalized floats: raw logits that normalize alike tie, lower id first",
+          "[ops]") {
+  // Raw logits a few ulps apart just below the maximum normalize (z - max - log_sum, about -9) to the same
+  // float; placed with the larger raw values at the larger ids, ranking by raw value would pick other ids.
+  const int64_t vocab = 8000;
+  Tensor logits = random_floats({1, vocab}, -30.0f, -10.0f);
+  float* z = logits.data<float>();
+  z[7000] = 0.5f;  // the maximum
+  for (int64_t j = 0; j < 40; ++j) z[100 + j] = std::nextafter(0.5f - 64 * 6e-8f, 0.0f) + static_cast<float>(j) * 6e-8f;
+  for (int k : {1, 4, 16}) {
+    ops::TopkOptions options;
+    options.k = k;
+    Tensor top_values, top_ids;
+    ops::log_softmax_topk(logits, options, top_values, top_ids);
+    // The reference: every id normalized in float as the op does, then a stable sort by value.
+    const float top = 0.5f;
+    const float log_sum = static_cast<float>(std::log(cpu::exp_sum(z, vocab, top)));
+    std::vector<float> normalized(vocab);
+    for (int64_t i = 0; i < vocab; ++i) normalized[i] = (z[i] - top) - log_sum;
+    std::vector<int32_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return normalized[a] > normalized[b]; });
+    const auto ids = top_ids.to_int_vector();
+    const auto values = top_values.to_float_vector();
+    int merged = 0;  // neighbours among the 40 that normalize alike: the case must test something
+    for (int64_t j = 1; j < 40; ++j) merged += normalized[100 + j] == normalized[100 + j - 1];
+    CHECK(merged > 10);
+    for (int i = 0; i < k; ++i) {
+      INFO("k " << k << " rank " << i);
+      CHECK(ids[i] == order[i]);
+      CHECK(values[i] == normalized[order[i]]);
     }
   }
 }

@@ -32,6 +32,24 @@ TEST_CASE("exp_sum matches libm's exp summed in long double to double precision"
   }
 }
 
+TEST_CASE("exp_sum gives the same bits in every build the CPU runs", "[ops]") {
+  const cpu::Isa widest = cpu::cpu_isa();
+  INFO("widest build: " << cpu::isa_name(widest));
+  for (int64_t n : {0, 1, 5, 8, 15, 16, 17, 31, 33, 100, 8000, 8003}) {
+    const Tensor values = testing::random_floats({std::max<int64_t>(n, 1)}, -60.0f, 0.0f);
+    std::vector<float> x(values.data<float>(), values.data<float>() + n);
+    for (int64_t i = 3; i < n; i += 11) x[i] = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 4; i < n; i += 13) x[i] = -750.0f;  // below exp's range: counts 0
+    const double portable = cpu::exp_sum(x.data(), n, 0.25f, cpu::Isa::Portable);
+    for (cpu::Isa isa : {cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+      if (static_cast<int>(isa) > static_cast<int>(widest)) continue;
+      const double got = cpu::exp_sum(x.data(), n, 0.25f, isa);
+      INFO("n " << n << " build " << cpu::isa_name(isa));
+      CHECK(std::memcmp(&got, &portable, sizeof(double)) == 0);
+    }
+  }
+}
+
 TEST_CASE("halves_to_floats gives half_to_float's bits for every half, subnormals included; NaN for NaN", "[ops]") {
   std::vector<uint16_t> halves(65536 + 3);  // + 3: a tail past the 8-wide blocks
   for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);

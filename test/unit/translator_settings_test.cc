@@ -1,5 +1,6 @@
 // The settings both front ends resolve: the batch budgets' defaults per device.
 #include "catch.h"
+#include "support/errors.h"
 #include "translator_settings.h"
 
 using namespace seqtrans;
@@ -35,4 +36,25 @@ TEST_CASE("resolving CPU settings keeps the CPU's budgets", "[unit]") {
   resolve_settings(text, options);
   CHECK(options.batching.max_batch_size == kCpuMaxBatchSize);
   CHECK(options.batching.max_batch_tokens == kCpuMaxBatchTokens);
+}
+
+TEST_CASE("--precision int8 is the CPU's: fp32 activations with int8 weights; fp32 and auto leave weights fp32",
+          "[unit]") {
+  TextSettings text;
+  text.device = "cpu";
+  text.precision = "int8";
+  TranslatorOptions options;
+  resolve_settings(text, options);
+  CHECK(options.dtype == DataType::F32);
+  CHECK(options.model.int8_weights);
+  for (const char* precision : {"fp32", "auto"}) {
+    text.precision = precision;
+    TranslatorOptions plain;
+    resolve_settings(text, plain);
+    CHECK_FALSE(plain.model.int8_weights);
+  }
+  text.precision = "int4";
+  TranslatorOptions refused;
+  CHECK(testing::error_of([&] { resolve_settings(text, refused); }).find("is not auto, fp16, fp32 or int8") !=
+        std::string::npos);
 }

@@ -1,0 +1,24 @@
+#include "ops/prepared_weight.h"
+
+#include "cpu/packed_matrix.h"
+#include "ops/dispatch.h"
+
+namespace seqtrans::ops {
+
+const char* weight_format_name(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::Plain: return "plain";
+    case WeightFormat::Packed: return "packed";
+    case WeightFormat::Int8: return "int8";
+  }
+  return "?";
+}
+
+std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, WeightFormat format) {
+  check_rank("prepare_weight", "weight", weight, 2);
+  if (format == WeightFormat::Plain || weight.device() != Device::CPU) return nullptr;
+  check_dtype("prepare_weight", "weight", weight, DataType::F32);
+  return cpu::pack_matrix(weight, format);
+}
+
+}  // namespace seqtrans::ops
