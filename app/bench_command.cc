@@ -4,11 +4,15 @@
 
 #include "bench/arrivals.h"
 #include "bench/cpu_peaks.h"
+#include "bench/prefill_stall.h"
 #include "bench/records.h"
+#include "bench/synthetic.h"
 #include "bench_report.h"
 #include "cpu/thread_pool.h"
+#include "models/tensor_specs.h"
 #include "ops/runtime.h"
 #include "output_file.h"
+#include "prompt_text.h"
 
 namespace seqtrans::app {
 namespace {
@@ -32,8 +36,16 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   tuning.persistent_decode_rows = options.no_persistent_decode ? 0 : options.persistent_decode_rows;
   if (options.no_steps_at_once) tuning.steps_per_read = 1;
   tuning.persistent_argmax = !options.no_persistent_argmax;
+  tuning.batch_invariant = options.common.translator.model.tuning.batch_invariant;
+  tuning.prefill_chunk_tokens = options.prefill_chunk;
   tuning.packed_weights = !options.no_packed_weights;
   return engine;
+}
+
+// A decoder-only model's input lines are prompts, read as `seqtrans generate` reads them (\n and \\ escapes).
+bench::LineText line_text_for(const std::string& model_path) {
+  if (ModelFile::open(model_path).config().kind != ModelKind::DecoderOnly) return {};
+  return [](const std::string& line, size_t /*index*/) { return unescape_line(line); };
 }
 
 // The peak rates behind the floor: the flags, else the measured H200 values for fp16 on a GPU, else none.
@@ -74,6 +86,24 @@ void write_outputs(const BenchOptions& options, const bench::RunDescription& run
   }
 }
 
+// The synthetic shape: --preset's, with the shape flags given beside it replacing its values.
+bench::SyntheticModel synthetic_model(const BenchOptions& options) {
+  bench::SyntheticModel model = bench::synthetic_preset(options.preset.empty() ? "transformer-base" : options.preset);
+  const auto given = [&](const char* flag) { return options.preset.empty() || options.command->count(flag) > 0; };
+  if (given("--family")) model.family = bench::synthetic_family(options.family);
+  const bool decoder_only = model.family == bench::SyntheticFamily::Llama;
+  if (given("--layers")) {
+    model.encoder_layers = decoder_only ? 0 : options.layers.front();
+    model.decoder_layers = options.layers.back();
+  }
+  if (given("--kv-heads")) model.kv_heads = options.kv_heads;
+  if (given("--d-model")) model.d_model = options.d_model;
+  if (given("--heads")) model.heads = options.heads;
+  if (given("--ffn")) model.ffn = options.ffn;
+  if (given("--vocab")) model.vocab = options.vocab;
+  return model;
+}
+
 int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   const CommonOptions& common = options.common;
   SEQTRANS_CHECK(options.command->count("--beam-size") == 0, "--synthetic takes beams as a list: --beam 1,4");
@@ -82,20 +112,7 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   SEQTRANS_CHECK(common.devices.indices.size() == 1, "--synthetic measures one device; --device {} names {}",
                  common.text.device, common.devices.indices.size());
   bench::SyntheticOptions synthetic;
-  synthetic.model = bench::synthetic_preset(options.preset.empty() ? "transformer-base" : options.preset);
-  // Shape flags given beside a preset replace its values.
-  const auto given = [&](const char* flag) { return options.preset.empty() || options.command->count(flag) > 0; };
-  if (given("--family")) synthetic.model.family = bench::synthetic_family(options.family);
-  const bool decoder_only = synthetic.model.family == bench::SyntheticFamily::Llama;
-  if (given("--layers")) {
-    synthetic.model.encoder_layers = decoder_only ? 0 : options.layers.front();
-    synthetic.model.decoder_layers = options.layers.back();
-  }
-  if (given("--kv-heads")) synthetic.model.kv_heads = options.kv_heads;
-  if (given("--d-model")) synthetic.model.d_model = options.d_model;
-  if (given("--heads")) synthetic.model.heads = options.heads;
-  if (given("--ffn")) synthetic.model.ffn = options.ffn;
-  if (given("--vocab")) synthetic.model.vocab = options.vocab;
+  synthetic.model = synthetic_model(options);
   synthetic.grid = {options.batch, options.beam, options.source_length, options.target_length};
   synthetic.repetitions = {options.runs > 0 ? options.runs : 5, options.warmup >= 0 ? options.warmup : 2,
                            options.profile};
@@ -123,6 +140,26 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   return 0;
 }
 
+// --prefill-stall: the chunk-size table on -m's decoder-only model, or with --synthetic on random weights of
+// the shape given (2,048 positions); --source-length is the long prompt's.
+int run_prefill_stall_bench(BenchOptions& options) {
+  const CommonOptions& common = options.common;
+  SEQTRANS_CHECK(common.devices.indices.size() == 1, "--prefill-stall measures one device; --device {} names {}",
+                 common.text.device, common.devices.indices.size());
+  ops::initialize_device(common.translator.device, common.translator.device_index, /*reserve_bytes=*/0);
+  if (common.translator.device == Device::CPU && common.translator.cpu_threads > 0)
+    ops::set_cpu_threads(common.translator.cpu_threads);
+  const ModelFile file = options.synthetic ? make_random_model(bench::synthetic_config(synthetic_model(options), 2048),
+                                                               RandomModelOptions{1, 0.05f, /*quick=*/true})
+                                           : ModelFile::open(common.translator.model_path);
+  bench::PrefillStallOptions stall;
+  stall.device = common.translator.device;
+  stall.dtype = common.translator.dtype;
+  if (options.command->count("--source-length") > 0) stall.prompt_tokens = options.source_length.front();
+  bench::run_prefill_stall(file, stall, std::cout);
+  return 0;
+}
+
 // Real mode with --arrival-rate: the arrival simulation under both batching modes, in place of the
 // throughput runs.
 int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
@@ -131,7 +168,9 @@ int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
                  common.text.device, common.devices.indices.size());
   bench::ArrivalOptions arrivals;
   arrivals.translator = common.translator;
+  arrivals.translator.model.tuning = run.engine.tuning;
   arrivals.input = options.input;
+  arrivals.line_text = line_text_for(common.translator.model_path);
   arrivals.rates = options.arrival_rates;
   arrivals.seed = options.arrival_seed;
   run.mode = "arrivals";
@@ -168,6 +207,7 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
   real.translator = common.translator;
   real.device_indices = common.devices.indices;
   real.input = options.input;
+  real.line_text = line_text_for(common.translator.model_path);
   real.repetitions = {options.runs > 0 ? options.runs : 3, options.warmup >= 0 ? options.warmup : 1, options.profile};
   real.engine = run.engine;
   real.ablations = options.ablations;
@@ -322,6 +362,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
   command->add_flag("--no-packed-encoder", options.no_packed_encoder,
                     "Encode each group of sentences padded to its longest instead of packed without padding")
       ->group(measure_group);
+  command->add_option("--prefill-chunk", options.prefill_chunk,
+                      "Decoder-only models: prompt tokens prefilled between two decoder steps, so that a joining "
+                      "prompt does not stall the rows decoding (0: each prompt whole when it joins)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->group(measure_group);
   command->add_option("--peak-tflops", options.peak_tflops,
                       "Peak matrix FLOP rate for the floor (default on a GPU in fp16: 764, measured on an H200)")
       ->check(CLI::PositiveNumber)
@@ -329,6 +375,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
   command->add_option("--peak-bandwidth-gbs", options.peak_bandwidth_gbs,
                       "Peak memory bandwidth in GB/s for the floor (default on a GPU in fp16: 4270, H200)")
       ->check(CLI::PositiveNumber)
+      ->group(measure_group);
+  command->add_flag("--prefill-stall", options.prefill_stall,
+                    "Decoder-only models: rows decode while one long prompt (--source-length tokens; default half "
+                    "the positions) joins; per prefill chunk size, the stall they see against the prefill's "
+                    "throughput (the measurement behind --prefill-chunk's default). -m's model, or --synthetic "
+                    "random weights (--preset tinyllama-1.1b)")
       ->group(measure_group);
   command->add_option("--arrival-rate", options.arrival_rates,
                       "Real mode: lines arrive one by one at Poisson times at R lines/s (a list); each rate runs "
@@ -355,6 +407,7 @@ int run_bench(BenchOptions& options) {
   run.int8_weights = common.translator.model.int8_weights;
   run.engine = engine_settings(options);
   run.hardware = resolve_hardware(options, run.hardware_source);
+  if (options.prefill_stall) return run_prefill_stall_bench(options);
   return options.synthetic ? run_synthetic_bench(options, run) : run_real_bench(options, run);
 }
 

@@ -18,6 +18,7 @@ struct BenchOptions {
   std::string input;            // real mode: the text file
   std::string output;           // real mode: where the translations go (default: discarded)
   bool synthetic = false;
+  bool prefill_stall = false;  // --prefill-stall: the chunk-size measurement (bench/prefill_stall.h)
 
   // Synthetic model shape (Transformer-base) and grid.
   std::vector<int> layers = {6, 6};
@@ -47,6 +48,7 @@ struct BenchOptions {
   bool no_packed_weights = false;
   int64_t persistent_decode_rows = kPersistentDecodeAuto;
   bool no_packed_encoder = false;
+  int64_t prefill_chunk = kPrefillChunkTokens;  // decoder-only: prompt tokens prefilled between two steps
   double peak_tflops = 0;         // 0: the measured H200 value on a GPU in fp16 (docs/BENCHMARKS.md), unknown otherwise
   double peak_bandwidth_gbs = 0;
   std::string json;

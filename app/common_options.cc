@@ -35,6 +35,10 @@ void add_common_options(CLI::App& command, CommonOptions& options, ModelKind def
   command.add_option("--precision", options.text.precision, "Compute precision: auto (fp16 on GPU, fp32 on CPU), fp16, fp32, int8 (CPU: int8 weights and products)")
       ->check(CLI::IsMember({"auto", "fp16", "fp32", "int8"}))
       ->capture_default_str();
+  command.add_flag("--batch-invariant", translator.model.tuning.batch_invariant,
+                   "A line's translation and score do not depend on the other lines decoded beside it: the same "
+                   "bytes at any batch size or batching mode (one GEMM algorithm for every batch size, no "
+                   "small-batch kernels; slower, see the README)");
   command.add_option("--threads", translator.cpu_threads, "CPU threads, the calling one included (0 = all cores)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();

@@ -1,7 +1,8 @@
 // append_self_attention_step: qkv [s, q + 2 kv] (+ bias) split into the query [s, q] and the key and value
 // rows of the caches [rows, capacity, kv] at (cache row, positions[slot]), plus history[history row,
 // positions[slot]] = that cache row (the slot itself, or cache_rows[slot] for a pool; the history row is the
-// slot or history_rows[slot]); one launch instead of a bias split and two cache writes.
+// slot or history_rows[slot]); one launch instead of a bias split and two cache writes. With a rotary table the
+// query and key heads are rotated on the way (a Llama layer's rotary pass folded in).
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 
@@ -27,11 +28,50 @@ struct RowSplit {
   int64_t kv_vectors;
 };
 
+// Rotary positions (optional): the query and key heads rotate as apply_rotary_embedding rotates them.
+struct RotaryInputs {
+  const float* table = nullptr;  // [positions, head_dim]: cos of the half head, then sin; null: none
+  int head_dim = 0;
+  int positions = 0;
+};
+
+// a * b rounded to T, as a float (rotary_embedding.cu's rounding, product by product).
+template <typename T>
+__device__ __forceinline__ float rounded_product(float a, float b) {
+  return to_float(from_float<T>(__fmul_rn(a, b)));
+}
+
+// Vector i of a query or key head, `element` channels into its part of the row, rotated with its partner
+// half a head away: x1 * cos - x2 * sin in the first half, x2 * cos + x1 * sin in the second (N divides
+// the half head, so a vector never straddles it).
+template <typename T, int N>
+__device__ __forceinline__ void rotate(Vector<T, N>& value, const T* qkv, int64_t i, int64_t element, int32_t position,
+                                       const RotaryInputs& rotary) {
+  if (position < 0 || position >= rotary.positions) return;
+  using V = Vector<T, N>;
+  const int half = rotary.head_dim / 2;
+  const int within = static_cast<int>(element % rotary.head_dim);
+  const bool first = within < half;
+  const V partner = reinterpret_cast<const V*>(qkv)[first ? i + half / N : i - half / N];
+  const float* cos = rotary.table + static_cast<int64_t>(position) * rotary.head_dim + within % half;
+  const float* sin = cos + half;
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    // HF casts cos and sin to the model's dtype before multiplying.
+    const float c = to_float(from_float<T>(cos[e])), s = to_float(from_float<T>(sin[e]));
+    const float x1 = to_float(first ? value.value[e] : partner.value[e]);
+    const float x2 = to_float(first ? partner.value[e] : value.value[e]);
+    value.value[e] = first ? from_float<T>(__fsub_rn(rounded_product<T>(x1, c), rounded_product<T>(x2, s)))
+                           : from_float<T>(__fadd_rn(rounded_product<T>(x2, c), rounded_product<T>(x1, s)));
+  }
+}
+
 // One thread per N-element vector of qkv; bias may be null.
 template <typename T, int N>
 __global__ void append_self_attention_step_kernel(const T* __restrict__ qkv, const T* __restrict__ bias,
                                                   const int32_t* __restrict__ positions, StepOutputs<T> outputs,
-                                                  int64_t vectors, RowSplit split, int64_t capacity) {
+                                                  int64_t vectors, RowSplit split, int64_t capacity,
+                                                  RotaryInputs rotary) {
   using V = Vector<T, N>;
   const int64_t row_vectors = split.query_vectors + 2 * split.kv_vectors;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors; i += int64_t{gridDim.x} * blockDim.x) {
@@ -42,13 +82,15 @@ __global__ void append_self_attention_step_kernel(const T* __restrict__ qkv, con
 #pragma unroll
       for (int e = 0; e < N; ++e) value.value[e] = from_float<T>(to_float(value.value[e]) + to_float(shift.value[e]));
     }
+    const int32_t position = positions[slot];
+    const bool is_key = column >= split.query_vectors && column < split.query_vectors + split.kv_vectors;
+    if (rotary.table != nullptr && (column < split.query_vectors || is_key))
+      rotate<T, N>(value, qkv, i, (is_key ? column - split.query_vectors : column) * N, position, rotary);
     if (column < split.query_vectors) {
       reinterpret_cast<V*>(outputs.query)[slot * split.query_vectors + column] = value;
       continue;
     }
-    const bool is_key = column < split.query_vectors + split.kv_vectors;
     const int64_t c = column - split.query_vectors - (is_key ? 0 : split.kv_vectors);
-    const int32_t position = positions[slot];
     const int64_t row = outputs.cache_rows != nullptr ? outputs.cache_rows[slot] : slot;
     const int64_t history_row = outputs.history_rows != nullptr ? outputs.history_rows[slot] : slot;
     if (position < 0 || position >= outputs.history_capacity || row < 0 || row >= outputs.rows ||
@@ -82,15 +124,23 @@ void launch_append_self_attention_step(const Tensor& qkv, const Tensor& position
                                history.dim(0),
                                history.dim(1)};
   const T* bias = options.bias != nullptr ? options.bias->data<T>() : nullptr;
+  RotaryInputs rotary;
+  if (options.rotary != nullptr) {
+    rotary.table = options.rotary->data<float>();
+    rotary.head_dim = static_cast<int>(options.rotary->dim(1));
+    rotary.positions = static_cast<int>(options.rotary->dim(0));
+  }
   const bool aligned = is_aligned(qkv.raw(), 16) && is_aligned(bias, 16) && is_aligned(outputs.query, 16) &&
                        is_aligned(outputs.key_cache, 16) && is_aligned(outputs.value_cache, 16);
-  if (query_width % kWidth == 0 && kv_width % kWidth == 0 && aligned) {
+  const bool whole_halves = rotary.table == nullptr || (rotary.head_dim / 2) % kWidth == 0;
+  if (query_width % kWidth == 0 && kv_width % kWidth == 0 && aligned && whole_halves) {
     append_self_attention_step_kernel<T, kWidth><<<grid_size(count / kWidth, kThreads), kThreads, 0, stream>>>(
         qkv.data<T>(), bias, positions.data<int32_t>(), outputs, count / kWidth,
-        RowSplit{query_width / kWidth, kv_width / kWidth}, capacity);
+        RowSplit{query_width / kWidth, kv_width / kWidth}, capacity, rotary);
   } else {
     append_self_attention_step_kernel<T, 1><<<grid_size(count, kThreads), kThreads, 0, stream>>>(
-        qkv.data<T>(), bias, positions.data<int32_t>(), outputs, count, RowSplit{query_width, kv_width}, capacity);
+        qkv.data<T>(), bias, positions.data<int32_t>(), outputs, count, RowSplit{query_width, kv_width}, capacity,
+        rotary);
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -112,6 +162,12 @@ void append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tens
     check_same_dtype(op, "bias", *options.bias, qkv.dtype());
   }
   if (options.cache_rows != nullptr) check_on_device(op, "cache_rows", *options.cache_rows);
+  if (options.rotary != nullptr) {
+    check_on_device(op, "rotary", *options.rotary);
+    check_same_dtype(op, "rotary", *options.rotary, DataType::F32);
+    SEQTRANS_CHECK(options.rotary->dim(0) <= INT32_MAX && options.rotary->dim(1) <= INT32_MAX,
+                   "{}: rotary table {} exceeds the kernel's int", op, shape_string(options.rotary->shape()));
+  }
   if (options.history_rows != nullptr) check_on_device(op, "history_rows", *options.history_rows);
   check_same_dtype(op, "key_cache", key_cache, qkv.dtype());
   check_same_dtype(op, "value_cache", value_cache, qkv.dtype());

@@ -21,6 +21,7 @@
 // it, with a key span), read once per unit (all kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key (decode kernels
 // only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the key (rank 2) or all
 // of the row's keys (rank 1): a kernel cannot throw.
+#include "core/batch_invariance.h"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 
@@ -577,8 +578,9 @@ void launch_warp_decode_with(const AttentionOperands& x, const AttentionArgument
   // Few units leave most of the GPU idle: then up to 4 warps share a unit whose keys may span several
   // chunks, reading them in parallel (the capacity bounds the keys; the lengths are on the device).
   const int64_t warps_wanted = int64_t{8} * context().properties.multiProcessorCount;
+  // Batch-invariant mode keeps one warp a unit: how its keys are split must not follow the batch.
   int warps_per_unit = 1;
-  while (warps_per_unit < kWarpDecodeWarps && int64_t{2} * warps_per_unit * units <= warps_wanted &&
+  while (!batch_invariant() && warps_per_unit < kWarpDecodeWarps && int64_t{2} * warps_per_unit * units <= warps_wanted &&
          args.key_capacity > warps_per_unit * kChunk)
     warps_per_unit *= 2;
   const int units_per_block = kWarpDecodeWarps / warps_per_unit;

@@ -13,6 +13,12 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
 void add_bias(Tensor& x, const Tensor& bias, cudaStream_t stream);
 void bias_activation(Tensor& x, const Tensor& bias, Activation activation, cudaStream_t stream);
 void gated_activation(const Tensor& gate_up, Tensor& out, cudaStream_t stream);
+// The fused forms of ops::matmul_gated_activation and ops::matmul_bias_residual: false (and nothing done)
+// where the small-rows kernels do not take the product, and the caller runs the ops one by one.
+bool fused_matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out,
+                                   cudaStream_t stream);
+bool fused_matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                                Tensor& out, cudaStream_t stream);
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);

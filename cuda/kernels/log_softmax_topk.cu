@@ -20,6 +20,7 @@
 // of aligned vector loads (RowView, load_logits).
 #include <cub/block/block_scan.cuh>
 
+#include "core/batch_invariance.h"
 #include "core/sampling_math.h"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
@@ -582,8 +583,11 @@ __global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict_
 }
 
 // Chunks per row for the split argmax: enough blocks for two per multiprocessor, each chunk at least one
-// pass of the block over the row; 1 means the one-block-per-row kernel.
+// pass of the block over the row; 1 means the one-block-per-row kernel. Batch-invariant mode splits every
+// row as it would split a lone row, so that a row's normalizer sums its chunks in the same order at any
+// row count.
 int argmax_chunks(int64_t rows, int vectors) {
+  if (batch_invariant()) rows = 1;
   const int64_t wanted = (2 * static_cast<int64_t>(context().properties.multiProcessorCount) + rows - 1) / rows;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({wanted, 32, vectors / kThreads})));
 }

@@ -5,6 +5,14 @@
 // instead: there the CUDA-core kernel re-reads every staged row per column (H200, 32,000 columns of 512
 // as graph nodes: 4 rows 13.6 us on CUDA cores, 7.2 on tensor cores, 7.4 for 1 row; at 16 rows cuBLAS's
 // 6.7 us beat this kernel's 9.7).
+// The small-rows kernels also fold the op after a product into their epilogue (fused_matmul_gated_activation,
+// fused_matmul_bias_residual: a Llama layer's SwiGLU and its last residual sum), with the separate ops'
+// roundings, so the values are theirs.
+// Batch-invariant mode (core/batch_invariance.h) skips both small-rows kernels: every row count goes through
+// one fixed cuBLASLt algorithm per shape (gemm_row_major_fixed_order), so a row's sums never change order.
+#include <type_traits>
+
+#include "core/batch_invariance.h"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/gemm.h"
@@ -26,7 +34,33 @@ struct SmallGemmArguments {
   float alpha;
   bool relu;
   bool stream_b;  // load_weights: b is read evict-first
+  // Epilogues after the product is rounded to fp16 (fp16 output only), each as its own op computes it:
+  // residual [m, n]: c = residual + (c + residual_bias[col]) (add_bias_residual);
+  const __half* residual = nullptr;
+  const __half* residual_bias = nullptr;
+  // gated (the CUDA-core kernel): b holds 2 n rows, gate then up; c = silu(gate) * up (gated_activation).
+  bool gated = false;
 };
+
+// The value a column's epilogue stores: `value` (and `up`, gated) are the product plus the bias, in fp32.
+template <typename Out>
+__device__ __forceinline__ Out finish_value(const SmallGemmArguments<Out>& args, int64_t row, int column, float value,
+                                            float up) {
+  if (args.relu) value = fmaxf(value, 0.0f);
+  if constexpr (std::is_same_v<Out, __half>) {
+    if (args.gated) {
+      const float g = __half2float(__float2half(value));
+      const __half silu = __float2half(g / (1.0f + expf(-g)));
+      return __float2half(__half2float(silu) * __half2float(__float2half(up)));
+    }
+    if (args.residual != nullptr) {
+      const float rounded = __half2float(__float2half(value));
+      const float shift = args.residual_bias != nullptr ? __half2float(args.residual_bias[column]) : 0.0f;
+      return __float2half(__half2float(args.residual[row * args.n + column]) + (rounded + shift));
+    }
+  }
+  return from_float<Out>(value);
+}
 
 // A weight larger than half of L2 (the logits' 33 MB at Transformer-base) is read once a step and cannot stay
 // in L2: its loads are evict-first (ld.global.cs), so that it passes through without evicting what the next
@@ -37,7 +71,7 @@ __device__ __forceinline__ uint4 load_weights(const uint4* from, bool streamed) 
 
 // c[r, col] = alpha * a[r, :] . b[col, :] (+ bias[col], ReLU) for r < M. a is staged in shared memory;
 // each lane reads 16-byte slices of the weight row and keeps M fp32 sums.
-template <typename Out, int M>
+template <typename Out, int M, bool kGated>
 __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(SmallGemmArguments<Out> args) {
   extern __shared__ uint4 staged[];  // [M, k / 8] vectors of 8 halves
   const int vectors = args.k / 8;
@@ -47,12 +81,20 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
   const int column = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   if (column >= args.n) return;  // the whole warp leaves together, after the barrier
   const uint4* weights = reinterpret_cast<const uint4*>(args.b + static_cast<int64_t>(column) * args.k);
-  float sums[M];
+  // Gated: the up column's weights, n rows further; its sums kept beside the gate's.
+  const uint4* up_weights = kGated ? weights + static_cast<int64_t>(args.n) * vectors : nullptr;
+  constexpr int kUpRows = kGated ? M : 1;
+  float sums[M], up_sums[kUpRows];
 #pragma unroll
   for (int r = 0; r < M; ++r) sums[r] = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kUpRows; ++r) up_sums[r] = 0.0f;
   for (int v = lane; v < vectors; v += 32) {
     const uint4 w = load_weights(weights + v, args.stream_b);
     const __half2* w2 = reinterpret_cast<const __half2*>(&w);
+    uint4 u{};
+    if constexpr (kGated) u = load_weights(up_weights + v, args.stream_b);
+    const __half2* u2 = reinterpret_cast<const __half2*>(&u);
 #pragma unroll
     for (int r = 0; r < M; ++r) {
       const uint4 x = staged[r * vectors + v];
@@ -61,16 +103,24 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
       for (int e = 0; e < 4; ++e) {
         const float2 wf = __half22float2(w2[e]), xf = __half22float2(x2[e]);
         sums[r] = fmaf(wf.x, xf.x, fmaf(wf.y, xf.y, sums[r]));
+        if constexpr (kGated) {
+          const float2 uf = __half22float2(u2[e]);
+          up_sums[r] = fmaf(uf.x, xf.x, fmaf(uf.y, xf.y, up_sums[r]));
+        }
       }
     }
   }
 #pragma unroll
   for (int r = 0; r < M; ++r) {
     float value = warp_sum(sums[r]) * args.alpha;
+    float up = 0.0f;
+    if constexpr (kGated) up = warp_sum(up_sums[r < kUpRows ? r : 0]) * args.alpha;
     if (lane == r) {
-      if (args.bias != nullptr) value += __half2float(args.bias[column]);
-      if (args.relu) value = fmaxf(value, 0.0f);
-      args.c[static_cast<int64_t>(r) * args.n + column] = from_float<Out>(value);
+      if (args.bias != nullptr) {
+        value += __half2float(args.bias[column]);
+        if constexpr (kGated) up += __half2float(args.bias[args.n + column]);
+      }
+      args.c[static_cast<int64_t>(r) * args.n + column] = finish_value(args, r, column, value, up);
     }
   }
 }
@@ -123,8 +173,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) small_rows_mma_kernel(SmallGem
     if (r >= m || column >= args.n) continue;
     float value = sums[e] * args.alpha;
     if (args.bias != nullptr) value += __half2float(args.bias[column]);
-    if (args.relu) value = fmaxf(value, 0.0f);
-    args.c[static_cast<int64_t>(r) * args.n + column] = from_float<Out>(value);
+    args.c[static_cast<int64_t>(r) * args.n + column] = finish_value(args, r, column, value, 0.0f);
   }
 }
 
@@ -138,12 +187,13 @@ void launch_small_rows_mma(const SmallGemmArguments<Out>& args, int m, cudaStrea
 
 template <typename Out, int M>
 void launch_small_rows(const SmallGemmArguments<Out>& args, cudaStream_t stream) {
+  const auto kernel = args.gated ? small_rows_gemm_kernel<Out, M, true> : small_rows_gemm_kernel<Out, M, false>;
   // Narrow outputs: 4 columns per block, so that 512 columns still spread over 128 multiprocessors. Wide
   // ones (the logits): 8, so that fewer blocks stage the rows of a.
   const int threads = args.n <= 4096 ? 128 : kSmallMaxThreads, columns = threads / 32;
   const unsigned blocks = static_cast<unsigned>((args.n + columns - 1) / columns);
   const size_t shared = static_cast<size_t>(M) * args.k * sizeof(__half);
-  small_rows_gemm_kernel<Out, M><<<blocks, threads, shared, stream>>>(args);
+  kernel<<<blocks, threads, shared, stream>>>(args);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -185,10 +235,20 @@ bool small_rows_mma_apply(const Tensor& a, const Tensor& b, const Tensor& c, con
          k % (kMmaSliceVectors * 8) == 0 && c.dim(1) >= kMmaMinColumns;
 }
 
+// The fused epilogues of ops::matmul_gated_activation and ops::matmul_bias_residual (SmallGemmArguments).
+struct SmallRowsEpilogue {
+  const __half* residual = nullptr;
+  const __half* residual_bias = nullptr;
+  bool gated = false;
+};
+
 template <typename Out>
 void run_small_rows(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, bool tensor_cores,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, const SmallRowsEpilogue& epilogue = {}) {
   SmallGemmArguments<Out> args;
+  args.residual = epilogue.residual;
+  args.residual_bias = epilogue.residual_bias;
+  args.gated = epilogue.gated;
   args.a = a.data<__half>();
   args.b = b.data<__half>();
   args.bias = options.bias != nullptr ? options.bias->data<__half>() : nullptr;
@@ -204,20 +264,8 @@ void run_small_rows(const Tensor& a, const Tensor& b, Tensor& c, const ops::Matm
     dispatch_small_rows(args, static_cast<int>(a.dim(0)), stream);
 }
 
-}  // namespace
-
-void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream) {
-  check_on_device("matmul", "a", a);
-  check_on_device("matmul", "b", b);
-  check_same_dtype("matmul", "c", c, options.fp32_output ? DataType::F32 : a.dtype());
-  const bool tensor_cores = small_rows_mma_apply(a, b, c, options);
-  if (tensor_cores || small_rows_apply(a, b, c, options)) {
-    if (c.dtype() == DataType::F32)
-      run_small_rows<float>(a, b, c, options, tensor_cores, stream);
-    else
-      run_small_rows<__half>(a, b, c, options, tensor_cores, stream);
-    return;
-  }
+// The problem as gemm_row_major takes it.
+GemmProblem gemm_problem(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options) {
   GemmProblem problem;
   problem.a = a.raw();
   problem.b = b.raw();
@@ -229,6 +277,40 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   problem.n = c.dim(1);
   problem.transpose_b = options.transpose_b ? TransposeB::Yes : TransposeB::No;
   problem.alpha = options.alpha;
+  return problem;
+}
+
+// Batch-invariant: the GEMM in one fixed order, with the bias and ReLU folded in; other activations after it,
+// element by element (an order of their own does not arise).
+void matmul_fixed_order(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options,
+                        cudaStream_t stream) {
+  const GemmProblem problem = gemm_problem(a, b, c, options);
+  const bool folded = options.bias != nullptr && (!options.activation || options.activation == Activation::Relu);
+  if (folded) {
+    const GemmEpilogue epilogue = options.activation ? GemmEpilogue::ReluBias : GemmEpilogue::Bias;
+    return gemm_row_major_fixed_order(problem, options.bias->raw(), epilogue, stream);
+  }
+  gemm_row_major_fixed_order(problem, nullptr, GemmEpilogue::None, stream);
+  if (options.bias != nullptr) bias_activation(c, *options.bias, *options.activation, stream);
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options, cudaStream_t stream) {
+  check_on_device("matmul", "a", a);
+  check_on_device("matmul", "b", b);
+  check_same_dtype("matmul", "c", c, options.fp32_output ? DataType::F32 : a.dtype());
+  const int64_t k = a.dim(1);
+  if (batch_invariant() && k > 0) return matmul_fixed_order(a, b, c, options, stream);
+  const bool tensor_cores = small_rows_mma_apply(a, b, c, options);
+  if (tensor_cores || small_rows_apply(a, b, c, options)) {
+    if (c.dtype() == DataType::F32)
+      run_small_rows<float>(a, b, c, options, tensor_cores, stream);
+    else
+      run_small_rows<__half>(a, b, c, options, tensor_cores, stream);
+    return;
+  }
+  const GemmProblem problem = gemm_problem(a, b, c, options);
   if (options.bias == nullptr) {
     gemm_row_major(problem, stream);
     return;
@@ -243,6 +325,37 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
     bias_activation(c, *options.bias, *options.activation, stream);
   else
     add_bias(c, *options.bias, stream);
+}
+
+bool fused_matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out,
+                                   cudaStream_t stream) {
+  if (batch_invariant()) return false;
+  ops::MatmulOptions options;
+  options.bias = bias;
+  // The CUDA-core kernel only: each warp computes a gate column and its up column (out stands for the c
+  // the kernel writes, half as wide as the product). Where matmul would run the whole product on tensor
+  // cores, which sum in another order, the ops run one by one.
+  const bool product_on_tensor_cores = x.dim(0) >= 2 && weight.dim(0) >= kMmaMinColumns &&
+                                       x.dim(1) % (kMmaSliceVectors * 8) == 0;
+  if (out.dtype() != DataType::F16 || product_on_tensor_cores || !small_rows_apply(x, weight, out, options))
+    return false;
+  SmallRowsEpilogue epilogue;
+  epilogue.gated = true;
+  run_small_rows<__half>(x, weight, out, options, /*tensor_cores=*/false, stream, epilogue);
+  return true;
+}
+
+bool fused_matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                                Tensor& out, cudaStream_t stream) {
+  if (batch_invariant() || out.dtype() != DataType::F16) return false;
+  const ops::MatmulOptions options;
+  const bool tensor_cores = small_rows_mma_apply(x, weight, out, options);
+  if (!tensor_cores && !small_rows_apply(x, weight, out, options)) return false;
+  SmallRowsEpilogue epilogue;
+  epilogue.residual = residual.data<__half>();
+  epilogue.residual_bias = bias.data<__half>();
+  run_small_rows<__half>(x, weight, out, options, tensor_cores, stream, epilogue);
+  return true;
 }
 
 }  // namespace seqtrans::cuda

@@ -27,6 +27,8 @@ namespace seqtrans::cuda {
   X(lt, cublasLtMatmulPreferenceDestroy)                                                                       \
   X(lt, cublasLtMatmulPreferenceSetAttribute)                                                                  \
   X(lt, cublasLtMatmulAlgoGetHeuristic)                                                                        \
+  X(lt, cublasLtMatmulAlgoCheck)                                                                               \
+  X(lt, cublasLtMatmulAlgoConfigGetAttribute)                                                                  \
   X(lt, cublasLtMatmul)
 
 // cublasGemmEx has a C++ overload (an older compute-type argument): the one exported, by its type.

@@ -30,8 +30,15 @@ void gemm_row_major(const GemmProblem& problem, cudaStream_t stream);
 
 // c = epilogue(alpha * a x b + bias[n]) in one cuBLASLt call, for fp16 inputs and output. Returns false
 // (and does nothing) where cuBLASLt offers no algorithm; the caller then adds the bias itself.
-enum class GemmEpilogue { Bias, ReluBias };
+enum class GemmEpilogue { None, Bias, ReluBias };
 bool gemm_row_major_with_bias(const GemmProblem& problem, const void* bias, GemmEpilogue epilogue,
                               cudaStream_t stream);
+
+// c = epilogue(alpha * a x b (+ bias[n])), fp16 or fp32, with one cuBLASLt algorithm for every m of an
+// (n, k, operands, epilogue) shape and no split-K: each output is summed over k in the kernel's own order,
+// so a row's values do not depend on how many rows the call has (batch-invariant mode). bias is null for
+// GemmEpilogue::None. Throws where cuBLASLt has no such algorithm.
+void gemm_row_major_fixed_order(const GemmProblem& problem, const void* bias, GemmEpilogue epilogue,
+                                cudaStream_t stream);
 
 }  // namespace seqtrans::cuda

@@ -28,6 +28,10 @@ std::string describe(const EngineSettings& settings) {
          (tuning.persistent_decode_rows != 0 ? "" : ", no persistent decode") +
          (tuning.steps_per_read != 1 ? "" : ", greedy steps read one at a time") +
          (tuning.persistent_argmax ? "" : ", greedy output layer outside the persistent kernel") +
+         (tuning.batch_invariant ? ", batch-invariant" : "") +
+         (tuning.prefill_chunk_tokens == kPrefillChunkTokens ? std::string()
+          : tuning.prefill_chunk_tokens == 0 ? std::string(", whole-prompt prefill")
+                                             : ", prefill chunks of " + std::to_string(tuning.prefill_chunk_tokens)) +
          (tuning.packed_weights ? "" : ", weights not packed at load");
 }
 
@@ -66,6 +70,12 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
     hierarchical.with_idea.tuning.fused_output = hierarchical.without_idea.tuning.fused_output = true;
     list.push_back(hierarchical);
   }
+
+  // The kernels and splits chosen per row count, against --batch-invariant: the speedup is invariance's cost.
+  Ablation invariance{"batch-invariant", "kernels chosen per batch size", base, base};
+  invariance.with_idea.tuning.batch_invariant = false;
+  invariance.without_idea.tuning.batch_invariant = true;
+  list.push_back(invariance);
 
   // Graphs need the fused output layer (the host top-k copies logits mid-step).
   if (device != Device::CUDA) {

@@ -18,11 +18,13 @@ using Clock = std::chrono::steady_clock;
 
 const char* batching_name(Batching batching) { return batching == Batching::Iteration ? "iteration" : "shrinking"; }
 
-std::vector<Line> read_lines(const std::string& path) {
+std::vector<Line> read_lines(const std::string& path, const LineText& line_text) {
   LineReader reader = LineReader::open(path, 4096);
   std::vector<Line> lines;
   for (std::vector<Line> window = reader.read_window(); !window.empty(); window = reader.read_window())
     std::move(window.begin(), window.end(), std::back_inserter(lines));
+  if (line_text)
+    for (Line& line : lines) line.text = line_text(line.text, line.index);
   return lines;
 }
 
@@ -78,7 +80,7 @@ std::vector<double> poisson_arrivals(size_t count, double rate, uint64_t seed) {
 
 std::vector<ArrivalResult> run_arrivals(const ArrivalOptions& options,
                                         const std::function<void(const std::string&)>& progress) {
-  const std::vector<Line> lines = read_lines(options.input);
+  const std::vector<Line> lines = read_lines(options.input, options.line_text);
   SEQTRANS_CHECK(!lines.empty(), "benchmark: '{}' has no lines", options.input);
   std::vector<ArrivalResult> results;
   for (const Batching mode : options.modes) {

@@ -9,13 +9,15 @@
 #include <vector>
 
 #include "bench/emitters.h"
+#include "bench/measurement.h"
 #include "translator.h"
 
 namespace seqtrans::bench {
 
 struct ArrivalOptions {
   TranslatorOptions translator;       // batching_mode is set per measurement
-  std::string input;                  // one sentence per line
+  std::string input;                  // one sentence (or a decoder-only model's prompt) per line
+  LineText line_text;                 // how its lines are read (empty: as they are)
   std::vector<double> rates;          // lines per second
   std::vector<Batching> modes = {Batching::Iteration, Batching::Shrinking};
   uint64_t seed = 1;                  // of the arrival times

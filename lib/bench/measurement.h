@@ -10,6 +10,10 @@
 
 namespace seqtrans::bench {
 
+// How a real run's input line becomes the text the engine reads: `seqtrans generate`'s escapes for a
+// decoder-only model's prompts (app/prompt_text.h); empty: the line as it is.
+using LineText = std::function<std::string(const std::string& line, size_t index)>;
+
 struct Repetitions {
   int runs = 5;    // timed runs; the median is reported
   int warmup = 2;  // untimed runs first (kernel loading, allocator growth, caches)

@@ -35,11 +35,14 @@ TranslationStats difference(const TranslationStats& after, const TranslationStat
   return run;
 }
 
-std::vector<std::vector<Line>> read_windows(const std::string& path, size_t read_ahead) {
+std::vector<std::vector<Line>> read_windows(const std::string& path, size_t read_ahead, const LineText& line_text) {
   LineReader reader = LineReader::open(path, read_ahead);
   std::vector<std::vector<Line>> windows;
-  for (std::vector<Line> window = reader.read_window(); !window.empty(); window = reader.read_window())
+  for (std::vector<Line> window = reader.read_window(); !window.empty(); window = reader.read_window()) {
+    if (line_text)
+      for (Line& line : window) line.text = line_text(line.text, line.index);
     windows.push_back(std::move(window));
+  }
   return windows;
 }
 
@@ -148,7 +151,8 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   SEQTRANS_CHECK(options.repetitions.runs >= 1, "benchmark: runs {} must be at least 1", options.repetitions.runs);
   SEQTRANS_CHECK(options.repetitions.warmup >= 0, "benchmark: warm-up runs {} must be at least 0",
                  options.repetitions.warmup);
-  std::vector<std::vector<Line>> windows = read_windows(options.input, options.translator.batching.read_ahead);
+  std::vector<std::vector<Line>> windows =
+      read_windows(options.input, options.translator.batching.read_ahead, options.line_text);
   RealReport report;
   for (const auto& window : windows) report.lines += window.size();
   SEQTRANS_CHECK(report.lines > 0, "benchmark: '{}' has no lines", options.input);

@@ -21,6 +21,7 @@ struct RealOptions {
   TranslatorOptions translator;  // model, device, precision, search and batching as `translate` takes them
   std::vector<int> device_indices = {0};  // one engine per device (translator_group.h)
   std::string input;             // the text file, one sentence per line
+  LineText line_text;            // how its lines are read (empty: as they are)
   Repetitions repetitions = {3, 1, false};
   EngineSettings engine;
   bool ablations = false;

@@ -267,7 +267,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
   if (options.cpu_threads > 0) ops::set_cpu_threads(options.cpu_threads);
   // The allocator grows during the warm-up runs, outside the timings.
   ops::initialize_device(options.device, options.device_index, /*reserve_bytes=*/0);
-  const ModelFile file = make_random_model(report.config, RandomModelOptions{options.seed, 0.05f});
+  const ModelFile file = make_random_model(report.config, RandomModelOptions{options.seed, 0.05f, /*quick=*/true});
   ModelOptions model_options;
   model_options.device = options.device;
   model_options.dtype = options.dtype;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/batch_invariance.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/packed_gemm.h"
 #include "cpu/thread_pool.h"
@@ -34,6 +35,43 @@ constexpr int64_t kChainedK = 256;
 // cols * rows * k <= 100^3, cols * rows <= 1200 and k >= 32 (Skylake-X and later targets; others have none).
 bool blas_small_path(int64_t rows, int64_t cols, int64_t k) {
   return static_cast<double>(cols) * rows * k <= 1e6 && cols * rows <= 1200 && k >= 32;
+}
+
+// In batch-invariant mode a call that OpenBLAS may take to its small-matrix kernels (blas_small_path; for b
+// not transposed, its rule is rows * columns * depth <= 10^6 alone) gets zero rows added until it may not, so
+// that every row count takes the packed kernels: 1 or 2 rows of a 512-wide product differ from 3 or more
+// otherwise. Not by default: the small kernel is about 6x faster at 1 row of 512 x 512 (it reads b as it is).
+constexpr int64_t kSmallKernelMaxProducts = 1000000, kSmallKernelMaxOutputs = 1200;
+
+int64_t packed_kernel_rows(int64_t rows, int64_t columns, int64_t depth, bool transpose_b) {
+  if (transpose_b) {
+    if (!blas_small_path(rows, columns, depth)) return rows;
+    return std::max(rows, std::min(kSmallKernelMaxOutputs / columns, kSmallKernelMaxProducts / (columns * depth)) + 1);
+  }
+  if (rows * columns * depth > kSmallKernelMaxProducts) return rows;
+  return std::max(rows, kSmallKernelMaxProducts / (columns * depth) + 1);
+}
+
+// c[:, begin:end] (row stride ldc) = alpha a x b_part; through the packed kernels at any row count when
+// `invariant`.
+void gemm_part(const float* a, int m, int k, const float* b_part, int ldb, bool transpose_b, float alpha, int64_t begin,
+               int64_t end, float* c, int ldc, bool invariant) {
+  const int columns = static_cast<int>(end - begin);
+  const auto transpose = transpose_b ? CblasTrans : CblasNoTrans;
+  const int64_t rows = invariant ? packed_kernel_rows(m, columns, k, transpose_b) : m;
+  if (rows == m) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose, m, columns, k, alpha, a, k, b_part, ldb, 0.0f, c + begin, ldc);
+    return;
+  }
+  thread_local std::vector<float> padded_a, padded_c;
+  padded_a.assign(static_cast<size_t>(rows * k), 0.0f);
+  std::copy(a, a + static_cast<int64_t>(m) * k, padded_a.begin());
+  padded_c.resize(static_cast<size_t>(rows * columns));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose, static_cast<int>(rows), columns, k, alpha, padded_a.data(), k,
+              b_part, ldb, 0.0f, padded_c.data(), columns);
+  for (int r = 0; r < m; ++r)
+    std::copy(padded_c.begin() + int64_t{r} * columns, padded_c.begin() + int64_t{r + 1} * columns,
+              c + int64_t{r} * ldc + begin);
 }
 
 // The int8 kernels do about four times the multiply-adds of fp32 in the same time: a part's least work is
@@ -74,7 +112,10 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   float* c_values = c.data<float>();
   const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
   // Each part is c[:, begin:end] = a x b[:, begin:end]: every element sums the same products in the same
-  // order whatever the split, so the result does not depend on the thread count.
+  // order whatever the split, so the result does not depend on the thread count; nor on the row count in
+  // batch-invariant mode (gemm_part, and the packed kernel's one chain over k). The mode is the calling
+  // thread's: the parts run on the pool's.
+  const bool invariant = batch_invariant();
   const auto* packed = static_cast<const PackedMatrix*>(options.prepared_b);
   if (packed != nullptr && packed->format() == ops::WeightFormat::Int8)
     return matmul_int8(a_values, m, k, *packed, c_values, n, {bias, options.activation});
@@ -82,15 +123,16 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   const auto columns = [&](int64_t block_begin, int64_t block_end) {
     const int64_t begin = block_begin * kColumnBlock, end = std::min<int64_t>(n, block_end * kColumnBlock);
     // The packed kernel where it gives the plain path's bits; OpenBLAS on b itself elsewhere.
-    if (packed != nullptr && packed_matmul_exact(m, end - begin, k)) {
+    // In batch-invariant mode the small path is not taken, so the packed kernel's chain is the bits at any k
+    // it covers.
+    if (packed != nullptr && (invariant ? k <= kChainedK : packed_matmul_exact(m, end - begin, k))) {
       static_assert(kColumnBlock == PackedMatrix::kPanelWidth, "a block of columns is a panel");
       packed_gemm_f32(a_values, m, *packed, block_begin, block_end, c_values, n, {bias, options.activation}, isa);
       return;
     }
     const float* b_part = options.transpose_b ? b_values + begin * k : b_values + begin;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, options.transpose_b ? CblasTrans : CblasNoTrans, m,
-                static_cast<int>(end - begin), k, options.alpha, a_values, k, b_part, options.transpose_b ? k : n,
-                0.0f, c_values + begin, n);
+    gemm_part(a_values, m, k, b_part, options.transpose_b ? k : n, options.transpose_b, options.alpha, begin, end,
+              c_values, n, invariant);
     if (bias == nullptr) return;
     if (options.activation)
       bias_activation_columns(c_values, m, n, begin, end, bias, *options.activation);

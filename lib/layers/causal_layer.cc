@@ -41,12 +41,13 @@ Tensor CausalLayer::Projection::apply(const Tensor& x) const {
 Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_blocks, const CausalPass& pass,
                             bool keys_only) const {
   const int64_t tokens = x.dim(0), queries = int64_t{num_heads_} * head_dim_;
-  Tensor qkv = qkv_.apply(ops::rms_norm(x, {attention_norm_, epsilon_}));
-  ops::apply_rotary_embedding(qkv, pass.positions, *pass.rotary, {num_heads_, num_kv_heads_});
+  const Tensor qkv = qkv_.apply(ops::rms_norm(x, {attention_norm_, epsilon_}));
   ops::SelfAttentionStepOptions append;
   append.query_width = queries;
   append.cache_rows = &pass.cache_rows;
   append.history_rows = pass.history_rows;
+  append.rotary = pass.rotary;  // the queries and keys rotate on their way into the blocks
+  append.rotary_shape = {num_heads_, num_kv_heads_};
   const Tensor query = ops::append_self_attention_step(qkv, pass.positions, key_blocks, value_blocks, pass.history, append);
   if (keys_only) return Tensor();
   // Each token reads its keys through its history row: its own (a step), or its sequence's (a prefill).
@@ -59,8 +60,9 @@ Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_b
       ops::attention(query.reshape({tokens, 1, queries}), key_blocks, value_blocks, pass.key_lengths, attention);
   const ops::ResidualNorm attended =
       ops::add_residual_rms_norm(output_.apply(context.reshape({tokens, queries})), x, {ffn_norm_, epsilon_});
-  const Tensor gated = ops::gated_activation(inner_.apply(attended.normalized));
-  return ops::add_bias_residual(ops::matmul(gated, outer_.weight), outer_.bias, attended.sum);
+  const Tensor gated = ops::matmul_gated_activation(attended.normalized, inner_.weight,
+                                                    inner_.bias.defined() ? &inner_.bias : nullptr);
+  return ops::matmul_bias_residual(gated, outer_.weight, outer_.bias, attended.sum);
 }
 
 }  // namespace seqtrans

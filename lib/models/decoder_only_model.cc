@@ -1,6 +1,7 @@
 #include "models/decoder_only_model.h"
 
 #include <algorithm>
+#include <deque>
 #include <numeric>
 
 #include "core/profiler.h"
@@ -13,14 +14,29 @@ namespace {
 // Rows of the step inputs (the ids first: StepRunner).
 enum StepInput { kIds, kPositions, kKeyLengths, kReorder, kCacheRows, kStepInputs };
 
-// Prompt tokens per prefill pass: a longer prompt is written in several passes, each reading the keys the
-// earlier ones wrote, so that the temporaries stay bounded as the encoder's passes are.
-constexpr size_t kPrefillPassTokens = 8192;
+// Prompt tokens per prefill pass at most, whatever the chunk: a longer prompt is written in several passes,
+// each reading the keys the earlier ones wrote, so that the temporaries stay bounded as the encoder's
+// passes are.
+constexpr int64_t kPrefillPassTokens = 8192;
+
+int64_t blocks_for(int64_t positions) { return (positions + kBlockPositions - 1) / kBlockPositions; }
+
+// A prompt admitted whose slot has not joined yet: its keys and values are written `written` tokens so far.
+struct PendingPrefill {
+  int32_t row = 0;  // its sequence row
+  std::vector<int32_t> prompt;
+  int32_t written = 0;
+
+  // Every token but the last is prefilled; the first step feeds the last.
+  int32_t length() const { return static_cast<int32_t>(prompt.size()) - 1; }
+  bool complete() const { return written == length(); }
+};
 
 }  // namespace
 
 // Decoder state of a run: the rows and their blocks (a prompt is a sequence of the pool), the step runner,
-// and per sequence row its prompt's length and last token (fed at its first step).
+// the prompts being prefilled, and per sequence row its prompt's length and last token (fed at its first
+// step).
 class DecoderOnlyState : public DecoderState {
  public:
   DecoderOnlyState(const ModelConfig& config, const ModelOptions& options, bool graphs, StepCounts* counts)
@@ -30,11 +46,17 @@ class DecoderOnlyState : public DecoderState {
         runner(options.device, kStepInputs, config.target_vocab_size, graphs, counts) {}
 
   int64_t slots() const override { return rows.slots(); }
-  // A sequence is expected to reach its prompt's length plus as many tokens again.
-  int64_t room_left() const override { return rows.room_left(reach); }
+  // A sequence is expected to reach its prompt's length plus as many tokens again, one still being
+  // prefilled too (it holds no slot yet).
+  int64_t room_left() const override {
+    int64_t left = rows.room_left(reach);
+    for (const PendingPrefill& pending : prefilling) left -= blocks_for(reach[static_cast<size_t>(pending.row)] + 1);
+    return left;
+  }
   int64_t room_needed(int64_t new_slots, int64_t new_positions) const override {
     return RowPool::room_needed(new_slots, 2 * new_positions);
   }
+  size_t admitting() const override { return prefilling.size(); }
   void grow_sequence_rows(int64_t count) {
     rows.grow_sequence_rows(count);
     const size_t size = static_cast<size_t>(rows.sequence_rows());
@@ -45,6 +67,7 @@ class DecoderOnlyState : public DecoderState {
 
   RowPool rows;
   StepRunner runner;
+  std::deque<PendingPrefill> prefilling;  // in the order admitted, which is the order they join
   std::vector<int32_t> prompt_lengths, last_tokens, reach;  // per sequence row
 };
 
@@ -87,74 +110,130 @@ void DecoderOnlyModel::reserve(DecoderState& base_state, const DecoderReservatio
 }
 
 void DecoderOnlyModel::admit(DecoderState& base_state, const std::vector<std::vector<int32_t>>& prompts) {
+  const BatchInvariantScope arithmetic = arithmetic_mode();
   auto& state = static_cast<DecoderOnlyState&>(base_state);
   if (prompts.empty()) return;
-  const ProfileScope profile("prefill");
-  size_t longest = 0;
   for (const auto& prompt : prompts) {
     SEQTRANS_CHECK(!prompt.empty(), "admit: every prompt needs at least one token (its BOS)");
-    longest = std::max(longest, prompt.size());
+    SEQTRANS_CHECK(static_cast<int64_t>(prompt.size()) < config_.max_positions, "prompt of {} tokens leaves no "
+                   "room in the model's {} positions", prompt.size(), config_.max_positions);
   }
-  SEQTRANS_CHECK(static_cast<int64_t>(longest) < config_.max_positions, "prompt of {} tokens leaves no room in the "
-                 "model's {} positions", longest, config_.max_positions);
   state.grow_sequence_rows(static_cast<int64_t>(prompts.size()) - state.rows.free_sequence_rows());
-  std::vector<int32_t> rows;
   for (const auto& prompt : prompts) {
     const int32_t row = state.rows.take_sequence_row();
     state.prompt_lengths[row] = static_cast<int32_t>(prompt.size());
     state.last_tokens[row] = prompt.back();
     state.reach[row] = static_cast<int32_t>(2 * prompt.size());
-    rows.push_back(row);
+    state.prefilling.push_back(PendingPrefill{row, prompt, 0});
   }
-  // The new slots' history rows come after the current slots': the pending reorder moves first, so that
-  // no current slot still reads one of them.
-  const int64_t first_slot = state.rows.slots(), slots = first_slot + static_cast<int64_t>(prompts.size());
+  if (options_.tuning.prefill_chunk_tokens > 0) return;  // continue_admission writes them, chunk by chunk
+  // Unchunked: every prompt whole, now.
+  const ProfileScope profile("prefill");
   try {
-    state.rows.settle_reorder();
-    state.rows.grow_history(row_bucket(slots), doubled_to(std::max(state.rows.capacity(), kInitialCacheCapacity),
-                                                          static_cast<int64_t>(longest), config_.max_positions));
-    state.runner.resize(state.rows.rows());
-    prefill(state, prompts, rows, first_slot);
+    while (!state.prefilling.back().complete()) prefill_pass(state, kPrefillPassTokens);
+    join_prefilled(state);
   } catch (const OutOfMemoryError&) {
     // The scheduler retries with fewer prompts: their rows and blocks go back.
-    state.rows.give_back_sequence_rows(rows);
+    withdraw_admitting(state, state.prefilling.size());
     throw;
   }
-  for (size_t i = 0; i < prompts.size(); ++i)
-    state.rows.join(rows[i], static_cast<int32_t>(prompts[i].size()) - 1);
 }
 
-void DecoderOnlyModel::prefill(DecoderOnlyState& state, const std::vector<std::vector<int32_t>>& prompts,
-                               const std::vector<int32_t>& rows, int64_t first_slot) const {
-  // Every prefilled token, one after another: its id, position, block and its sequence's history row.
-  std::vector<int32_t> ids, positions, key_lengths, blocks, history_rows;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const int32_t written = static_cast<int32_t>(prompts[i].size()) - 1;
-    const int32_t history_row = static_cast<int32_t>(first_slot + static_cast<int64_t>(i));
-    for (int32_t position = 0; position < written; ++position) {
-      ids.push_back(prompts[i][static_cast<size_t>(position)]);
+void DecoderOnlyModel::continue_admission(DecoderState& base_state) {
+  const BatchInvariantScope arithmetic = arithmetic_mode();
+  auto& state = static_cast<DecoderOnlyState&>(base_state);
+  if (state.prefilling.empty()) return;
+  const ProfileScope profile("prefill");
+  prefill_pass(state, std::min(options_.tuning.prefill_chunk_tokens, kPrefillPassTokens));
+  join_prefilled(state);
+}
+
+void DecoderOnlyModel::withdraw_admitting(DecoderState& base_state, size_t count) {
+  auto& state = static_cast<DecoderOnlyState&>(base_state);
+  SEQTRANS_CHECK(count <= state.prefilling.size(), "withdraw_admitting: {} of {} prompts being prefilled", count,
+                 state.prefilling.size());
+  std::vector<int32_t> rows;
+  for (size_t i = state.prefilling.size() - count; i < state.prefilling.size(); ++i)
+    rows.push_back(state.prefilling[i].row);
+  state.rows.give_back_sequence_rows(rows);
+  state.prefilling.resize(state.prefilling.size() - count);
+}
+
+void DecoderOnlyModel::prefill_pass(DecoderOnlyState& state, int64_t tokens) const {
+  // Every token of the pass, one after another: its id, position, block and its prompt's row of the pass's
+  // history table. The table is the pass's own, filled on the host from the lanes: a prompt's slot (and its
+  // row of the pool's history) joins only once its prefill is complete, between two steps.
+  std::vector<int32_t> ids, positions, key_lengths, blocks, table_rows, ends;
+  int64_t left = tokens;
+  for (PendingPrefill& pending : state.prefilling) {
+    const int32_t remaining = pending.length() - pending.written;
+    const int32_t take = static_cast<int32_t>(std::min<int64_t>(remaining, left));
+    if (take == 0 && remaining > 0) break;
+    const int32_t table_row = static_cast<int32_t>(ends.size());
+    for (int32_t position = pending.written; position < pending.written + take; ++position) {
+      ids.push_back(pending.prompt[static_cast<size_t>(position)]);
       positions.push_back(position);
       key_lengths.push_back(position + 1);
-      blocks.push_back(state.rows.block_at(rows[i], 0, position));
-      history_rows.push_back(history_row);
+      blocks.push_back(state.rows.block_at(pending.row, 0, position));
+      table_rows.push_back(table_row);
     }
-    state.rows.note_history(history_row, written);
+    ends.push_back(pending.written + take);
+    left -= take;
+    if (take < remaining) break;
   }
-  const Device device = options_.device;
-  for (size_t first = 0; first < ids.size(); first += kPrefillPassTokens) {
-    const size_t last = std::min(ids.size(), first + kPrefillPassTokens);
-    const auto part = [&](const std::vector<int32_t>& values) {
-      return ids_tensor(std::vector<int32_t>(values.begin() + static_cast<std::ptrdiff_t>(first),
-                                             values.begin() + static_cast<std::ptrdiff_t>(last)),
-                        device);
-    };
-    const Tensor pass_positions = part(positions), pass_lengths = part(key_lengths), pass_blocks = part(blocks);
-    const Tensor pass_rows = part(history_rows);
-    const CausalPass pass{pass_positions, pass_lengths, pass_blocks, state.rows.history(), &pass_rows, &rotary_};
-    Tensor x = ops::gather_rows(embedding_, part(ids));
+  if (!ids.empty()) {
+    const int64_t width = *std::max_element(ends.begin(), ends.end());
+    std::vector<int32_t> table(ends.size() * static_cast<size_t>(width), 0);
+    for (size_t i = 0; i < ends.size(); ++i)
+      state.rows.lane_history(state.prefilling[i].row, 0, ends[i], table.data() + i * static_cast<size_t>(width));
+    const Device device = options_.device;
+    const Tensor host_table = Tensor::from_ints({static_cast<int64_t>(ends.size()), width}, table);
+    Tensor history = device == Device::CPU ? host_table : host_table.to(device);
+    const Tensor pass_positions = ids_tensor(positions, device), pass_lengths = ids_tensor(key_lengths, device);
+    const Tensor pass_blocks = ids_tensor(blocks, device), pass_rows = ids_tensor(table_rows, device);
+    const CausalPass pass{pass_positions, pass_lengths, pass_blocks, history, &pass_rows, &rotary_};
+    Tensor x = ops::gather_rows(embedding_, ids_tensor(ids, device));
     for (size_t layer = 0; layer < layers_.size(); ++layer)
       x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass,
                                  /*keys_only=*/layer + 1 == layers_.size());
+  }
+  for (size_t i = 0; i < ends.size(); ++i) state.prefilling[i].written = ends[i];
+}
+
+void DecoderOnlyModel::join_prefilled(DecoderOnlyState& state) const {
+  size_t joining = 0;
+  int32_t longest = 0, widest = 0;
+  for (const PendingPrefill& pending : state.prefilling) {
+    if (!pending.complete()) break;
+    longest = std::max(longest, static_cast<int32_t>(pending.prompt.size()));
+    widest = std::max(widest, pending.length());
+    ++joining;
+  }
+  if (joining == 0) return;
+  // The new slots' history rows come after the current slots': the pending reorder moves first, so that
+  // no current slot still reads one of them.
+  const int64_t first_slot = state.rows.slots(), slots = first_slot + static_cast<int64_t>(joining);
+  state.rows.settle_reorder();
+  state.rows.grow_history(row_bucket(slots), doubled_to(std::max(state.rows.capacity(), kInitialCacheCapacity),
+                                                        longest, config_.max_positions));
+  state.runner.resize(state.rows.rows());
+  std::vector<int32_t> table(joining * static_cast<size_t>(widest), 0), history_rows;
+  for (size_t i = 0; i < joining; ++i) {
+    const PendingPrefill& pending = state.prefilling[i];
+    state.rows.lane_history(pending.row, 0, pending.length(), table.data() + i * static_cast<size_t>(widest));
+    history_rows.push_back(static_cast<int32_t>(first_slot + static_cast<int64_t>(i)));
+  }
+  if (widest > 0) {
+    const Tensor host_table = Tensor::from_ints({static_cast<int64_t>(joining), widest}, table);
+    const Device device = options_.device;
+    ops::scatter_prefix(device == Device::CPU ? host_table : host_table.to(device), ids_tensor(history_rows, device),
+                        state.rows.history());
+  }
+  for (size_t i = 0; i < joining; ++i) {
+    const PendingPrefill& pending = state.prefilling.front();
+    state.rows.note_history(history_rows[i], pending.length());
+    state.rows.join(pending.row, pending.length());
+    state.prefilling.pop_front();
   }
 }
 

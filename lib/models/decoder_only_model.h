@@ -1,7 +1,9 @@
 // A decoder-only Transformer (Llama family) behind the StepModel interface, on the same row pool and step
-// runner as the encoder-decoder model. A sequence's "source" is its prompt: admit() writes the keys and
-// values of all its tokens but the last into the row pool's blocks (a packed causal prefill over every
-// joining prompt), and the first step feeds the last one, so that step's output is the first generated token.
+// runner as the encoder-decoder model. A sequence's "source" is its prompt: its prefill writes the keys and
+// values of all its tokens but the last into the row pool's blocks (a packed causal pass over every prompt
+// being prefilled), and the first step feeds the last one, so that step's output is the first generated
+// token. The prefill goes in chunks (EngineTuning::prefill_chunk_tokens): admit() takes the prompts in, each
+// continue_admission() writes one chunk and joins the prompts it completes, in the order admitted.
 #pragma once
 
 #include <algorithm>
@@ -36,15 +38,19 @@ class DecoderOnlyModel : public PooledModel {
 
   std::unique_ptr<DecoderState> start() override;
   void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& prompts) override;
+  void continue_admission(DecoderState& state) override;
+  void withdraw_admitting(DecoderState& state, size_t count) override;
   void reserve(DecoderState& state, const DecoderReservation& reservation) const override;
   void select(DecoderState& state, const std::vector<int32_t>& sources) override;
 
  private:
-  // The keys and values of the prompts' tokens but the last, into `rows`' lanes and history rows
-  // first_slot, first_slot + 1, ...: passes of at most kPrefillPassTokens tokens, the last layer's
-  // feed-forward skipped (only keys and values are kept).
-  void prefill(DecoderOnlyState& state, const std::vector<std::vector<int32_t>>& prompts,
-               const std::vector<int32_t>& rows, int64_t first_slot) const;
+  // One pass of the prefill: the next at most `tokens` prompt tokens whose keys and values are not written
+  // yet, oldest prompt first, into their sequences' first lanes (the last layer's feed-forward skipped: only
+  // keys and values are kept). A pass that fails leaves every prompt's progress as it was.
+  void prefill_pass(DecoderOnlyState& state, int64_t tokens) const;
+  // The prompts at the front whose prefill is complete join as slots after the current ones, their history
+  // rows written from their lanes.
+  void join_prefilled(DecoderOnlyState& state) const;
   // The layers and the final norm over a step's `rows` rows: device work only, so that a graph can record it.
   Tensor decode(DecoderOnlyState& state, int64_t rows) const;
 

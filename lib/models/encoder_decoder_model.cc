@@ -249,6 +249,7 @@ void EncoderDecoderModel::reserve(DecoderState& base_state, const DecoderReserva
 }
 
 void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std::vector<int32_t>>& sources) {
+  const BatchInvariantScope arithmetic = arithmetic_mode();
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   if (sources.empty()) return;
   const ProfileScope profile("encoder");
@@ -362,8 +363,9 @@ bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& 
   const int64_t persistent_rows = options_.tuning.persistent_decode_rows == kPersistentDecodeAuto
                                       ? default_persistent_decode_rows(options_.dtype)
                                       : options_.tuning.persistent_decode_rows;
-  // The kernel fuses the post-norm block ends (the residual sum, then its norm) into its phases.
-  if (x.dim(0) > persistent_rows || config_.decoder.pre_norm) return false;
+  // The kernel fuses the post-norm block ends (the residual sum, then its norm) into its phases. Its products
+  // sum in another order than the layer-by-layer GEMMs: batch-invariant mode never takes it.
+  if (x.dim(0) > persistent_rows || config_.decoder.pre_norm || options_.tuning.batch_invariant) return false;
   std::vector<ops::PersistentDecoderLayer> layers;
   std::vector<DecoderLayerCache>& caches = state.layer_caches();
   for (size_t i = 0; i < decoder_layers_.size(); ++i) layers.push_back(decoder_layers_[i].describe(caches[i]));

@@ -24,6 +24,10 @@ inline constexpr int kGreedyStepsPerRead = 4;
 // EngineTuning::steps_per_read: kGreedyStepsPerRead on CUDA, 1 on the CPU (no round trip to save there).
 inline constexpr int kStepsPerReadAuto = -1;
 int64_t default_persistent_decode_rows(DataType dtype);
+// Prompt tokens a decoder-only model prefills between two decoder steps (EngineTuning::prefill_chunk_tokens).
+// 256: TinyLlama shape, H200 fp16, 7 rows decoding: the best prefill rate, 92k tokens/s (whole 1,024-token
+// prompts 67k; 64: 40k, launch-bound), the rows waiting 9.1 ms a chunk, not 17.3; CPU demo: 97% of whole.
+inline constexpr int64_t kPrefillChunkTokens = 256;
 
 // The engine's speed ideas, each of which can be switched off: production uses the defaults, and the
 // benchmark's ablations (lib/bench/ablations.h) turn one off at a time. Chosen where the engine is put
@@ -49,6 +53,16 @@ struct EngineTuning {
   // Greedy steps that the persistent kernel runs also run the output layer in it (logits, normalizer and
   // argmax: ops::PersistentGreedyOutput) where the shape allows. false: --no-persistent-argmax.
   bool persistent_argmax = true;
+  // A row's arithmetic does not depend on the other rows of its step or encoder pass (core/batch_invariance.h):
+  // on CUDA one GEMM algorithm for every row count, no small-rows or persistent kernels, splits fixed per row;
+  // on the CPU no small-matrix BLAS kernel. --batch-invariant; off by default for its cost (docs/BENCHMARKS.md).
+  bool batch_invariant = false;
+  // Chunked prefill (decoder-only models): a joining prompt's keys and values are written at most this many
+  // tokens per scheduler iteration (over all prompts being prefilled, packed into one pass), and the rows
+  // already decoding take a step between two chunks, so that a long prompt does not stall them; the prompt
+  // starts decoding once its prefill is complete. 0: each prompt whole when it is admitted
+  // (bench --prefill-chunk 0).
+  int64_t prefill_chunk_tokens = kPrefillChunkTokens;
   // CPU: weights packed at load into the panels the CPU's own products read (ops::WeightFormat::Packed;
   // the same bits). false: OpenBLAS packs them again at every product (--no-packed-weights).
   bool packed_weights = true;
@@ -57,7 +71,8 @@ struct EngineTuning {
     return topk_algorithm == other.topk_algorithm && fused_output == other.fused_output &&
            cuda_graphs == other.cuda_graphs && packed_encoder == other.packed_encoder &&
            persistent_decode_rows == other.persistent_decode_rows && steps_per_read == other.steps_per_read &&
-           persistent_argmax == other.persistent_argmax && packed_weights == other.packed_weights;
+           persistent_argmax == other.persistent_argmax && batch_invariant == other.batch_invariant &&
+           prefill_chunk_tokens == other.prefill_chunk_tokens && packed_weights == other.packed_weights;
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "core/batch_invariance.h"
 #include "models/engine_model.h"
 #include "models/output_head.h"
 #include "models/step_runner.h"
@@ -32,6 +33,9 @@ class PooledModel : public EngineModel, protected StepSource {
   // logits multiply them by the output weight).
   virtual Tensor hidden_rows(DecoderState& state, int64_t rows) const = 0;
   virtual const OutputHead& output_head() const = 0;
+  // The thread's arithmetic mode while the model computes (admission and steps): batch-invariant where the
+  // tuning asks for it. Graphs record the kernels chosen under it.
+  BatchInvariantScope arithmetic_mode() const { return BatchInvariantScope(options_.tuning.batch_invariant); }
   // Whether a state's steps may run as graphs.
   bool graphs_allowed() const { return options_.tuning.cuda_graphs && options_.tuning.fused_output; }
 

@@ -134,6 +134,13 @@ int32_t RowPool::block_at(int32_t row, int32_t lane_index, int32_t position) {
   return lane[index];
 }
 
+void RowPool::lane_history(int32_t row, int32_t lane_index, int32_t length, int32_t* out) const {
+  const std::vector<int32_t>& lane = sequence_lanes_[static_cast<size_t>(row)][static_cast<size_t>(lane_index)];
+  SEQTRANS_CHECK(static_cast<int64_t>(lane.size()) * kBlockPositions >= length,
+                 "row pool: lane of {} blocks read for {} positions", lane.size(), length);
+  for (int32_t position = 0; position < length; ++position) out[position] = lane[position / kBlockPositions];
+}
+
 void RowPool::assign_blocks() {
   const int64_t count = slots();
   blocks.resize(static_cast<size_t>(count));

@@ -75,6 +75,10 @@ class RowPool {
   // The block that lane `lane` of the sequence in `row` writes `position` into, taken from the free list
   // when the lane needs a new one (the pool grows by half when none is free).
   int32_t block_at(int32_t row, int32_t lane, int32_t position);
+  // The history row of a slot in lane `lane` of the sequence in `row` for its first `length` positions
+  // (each position's block, taken already by block_at), into out[0, length): what a prefill writes before
+  // its slot joins.
+  void lane_history(int32_t row, int32_t lane, int32_t length, int32_t* out) const;
   // Applies the pending reorder to the history on the device (each slot's row then holds the keys of the
   // slot it continues), so that the rows past the slots are free to write before the next step (a prefill).
   void settle_reorder();

@@ -1,9 +1,10 @@
 #include "models/tensor_specs.h"
 
-#include <utility>
-
 #include <cmath>
 #include <random>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace seqtrans {
 namespace {
@@ -85,15 +86,47 @@ std::vector<TensorSpec> model_tensor_specs(const ModelConfig& config) {
   return specs;
 }
 
+namespace {
+
+uint64_t mix_bits(uint64_t x) {  // splitmix64's finalizer: every input bit moves every output bit
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// values[i] = mean + a uniform draw of standard deviation `spread`, keyed by (stream, i), on every core.
+void fill_quick(float* values, int64_t count, uint64_t stream, float mean, float spread) {
+  const float half_width = spread * std::sqrt(3.0f);
+  const auto fill = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const double unit = static_cast<double>(mix_bits(stream + static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+      values[i] = mean + half_width * static_cast<float>(2.0 * unit - 1.0);
+    }
+  };
+  const int64_t parts = count < (int64_t{1} << 20) ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (int64_t p = 1; p < parts; ++p) threads.emplace_back(fill, count * p / parts, count * (p + 1) / parts);
+  fill(0, count / parts);
+  for (std::thread& thread : threads) thread.join();
+}
+
+}  // namespace
+
 ModelFile make_random_model(const ModelConfig& config, const RandomModelOptions& options) {
   std::mt19937_64 rng(options.seed);
   std::normal_distribution<float> normal(0.0f, options.spread);
   std::map<std::string, Tensor> tensors;
+  uint64_t stream = mix_bits(options.seed);
   for (const TensorSpec& spec : model_tensor_specs(config)) {
     Tensor tensor(spec.shape, DataType::F32);
     float* values = tensor.data<float>();
     const float mean = spec.role == TensorRole::NormScale ? 1.0f : 0.0f;
-    for (int64_t i = 0; i < tensor.elements(); ++i) values[i] = mean + normal(rng);
+    if (options.quick) {
+      fill_quick(values, tensor.elements(), stream, mean, options.spread);
+      stream = mix_bits(stream + static_cast<uint64_t>(tensor.elements()));
+    } else {
+      for (int64_t i = 0; i < tensor.elements(); ++i) values[i] = mean + normal(rng);
+    }
     tensors.emplace(spec.name, std::move(tensor));
   }
   return ModelFile::from_parts("random model", config, TokenizerConfig{}, std::move(tensors));

@@ -25,7 +25,10 @@ std::vector<TensorSpec> model_tensor_specs(const ModelConfig& config);
 // memory: what `seqtrans bench --synthetic` runs. Its tokenizer is empty: feed it token ids.
 struct RandomModelOptions {
   uint64_t seed = 1;
-  float spread = 0.05f;
+  float spread = 0.05f;  // the standard deviation of the draws
+  // Uniform draws of the same spread from a counter hash, on every core: a 7B-parameter model in seconds
+  // instead of minutes of normal draws. For timing (bench --synthetic); tests keep the normal draws.
+  bool quick = false;
 };
 ModelFile make_random_model(const ModelConfig& config, const RandomModelOptions& options);
 

@@ -67,7 +67,26 @@ Tensor append_self_attention_step(const Tensor& qkv, const Tensor& positions, Te
   // Whole rows: the history spans the cache's positions; blocks (cache_rows): it spans any number of them.
   if (options.cache_rows == nullptr) check_extent(op, "history", history, 1, key_cache.dim(1));
   if (options.cache_rows != nullptr) check_slot_index(op, "cache_rows", *options.cache_rows, qkv);
+  if (options.rotary != nullptr) {
+    SEQTRANS_CHECK(options.bias == nullptr, "{}: rotary positions take no bias (add it in the projection)", op);
+    const int64_t head_dim = options.rotary->dim(1);
+    SEQTRANS_CHECK(head_dim % 2 == 0 &&
+                       query_width == int64_t{options.rotary_shape.num_heads} * head_dim &&
+                       key_cache.dim(2) == int64_t{options.rotary_shape.num_kv_heads} * head_dim,
+                   "{}: {} query and {} key heads of {} channels (the rotary table's) are not qkv's {} and {}", op,
+                   options.rotary_shape.num_heads, options.rotary_shape.num_kv_heads, head_dim, query_width,
+                   key_cache.dim(2));
+  }
   Tensor query({slots, query_width}, qkv.dtype(), qkv.device());
+  // The CPU rotates a copy, then appends it: the reference the CUDA kernel's single pass is held to.
+  if (options.rotary != nullptr && qkv.device() == Device::CPU) {
+    Tensor rotated(qkv.shape(), qkv.dtype(), qkv.device());
+    rotated.copy_from(qkv);
+    apply_rotary_embedding(rotated, positions, *options.rotary, options.rotary_shape);
+    SelfAttentionStepOptions plain = options;
+    plain.rotary = nullptr;
+    return append_self_attention_step(rotated, positions, key_cache, value_cache, history, plain);
+  }
   const ProfileScope profile("other kernels");
   switch (qkv.device()) {
     case Device::CPU:

@@ -45,6 +45,14 @@ void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
 // dtype before the product, as Hugging Face's act_fn(gate_proj(x)) * up_proj(x) rounds it.
 Tensor gated_activation(const Tensor& gate_up);
 
+// gated_activation(matmul(x, weight, {bias})) (weight [2 f, k], as matmul's transposed b): the same values,
+// in one pass where the backend can (CUDA, a few fp16 rows, outside batch-invariant mode).
+Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+
+// add_bias_residual(matmul(x, weight), bias, residual): the same values, in one pass where the backend can
+// (as matmul_gated_activation).
+Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual);
+
 // Post-norm residual block end: layer_norm(x + bias + residual). x, residual: [m, d]; bias, gamma, beta: [d].
 struct LayerNormWeights {
   const Tensor& gamma;  // [d]
@@ -181,6 +189,12 @@ struct SelfAttentionStepOptions {
   // any R): the tokens of a prompt's prefill chunk, one slot each, fill their prompt's row. Pairs (history
   // row, position) must be distinct.
   const Tensor* history_rows = nullptr;
+  // Rotary positions (Llama): the query and key heads of each row are rotated by its position before they
+  // are written, as apply_rotary_embedding(qkv, positions, *rotary, rotary_shape) would rotate qkv first
+  // (the same values; CUDA does it in the same pass). [positions, head_dim] fp32 (rotary_table); no bias
+  // with it. Null: none.
+  const Tensor* rotary = nullptr;
+  RotaryShape rotary_shape;
 };
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
                                   Tensor& history, const SelfAttentionStepOptions& options);

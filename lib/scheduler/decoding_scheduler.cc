@@ -112,6 +112,15 @@ void DecodingScheduler::requeue(std::vector<SessionSentence> sentences) {
   }
 }
 
+void DecodingScheduler::shed_load(const OutOfMemoryError& error) {
+  const size_t in_flight = session_.active_sentences();
+  lower_budget(in_flight, error);
+  if (restart_over_smaller_pools()) return;
+  std::vector<SessionSentence> evicted = session_.evict_newest(in_flight - options_.max_sentences);
+  if (evicted.empty() && session_.active_sentences() == in_flight) throw error;
+  requeue(std::move(evicted));
+}
+
 void DecodingScheduler::forget_in_flight(uint64_t id) {
   const auto entry = std::find_if(in_flight_tokens_.begin(), in_flight_tokens_.end(),
                                   [id](const auto& candidate) { return candidate.first == id; });
@@ -134,7 +143,17 @@ void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
     ++stats_.waves;
     stats_.max_in_flight = std::max(stats_.max_in_flight, session_.active_sentences());
   }
-  if (session_.active_sentences() == 0) return;
+  // A joining prompt's prefill goes one chunk per iteration, each followed by a step of the rows decoding.
+  if (session_.admitting_sentences() > 0) {
+    try {
+      session_.continue_admission();
+      ++stats_.admission_shares;
+    } catch (const OutOfMemoryError& error) {
+      shed_load(error);
+      return;
+    }
+  }
+  if (session_.decoding_sentences() == 0) return;
   const int64_t slots = session_.active_slots();
   const size_t before = finished.size();
   size_t steps = 0;
@@ -144,12 +163,7 @@ void DecodingScheduler::iterate(std::vector<FinishedSentence>& finished) {
     const bool run_ahead = waiting_.empty() || options_.batching == Batching::Shrinking;
     steps = session_.step(finished, run_ahead);
   } catch (const OutOfMemoryError& error) {
-    const size_t in_flight = session_.active_sentences();
-    lower_budget(in_flight, error);
-    if (restart_over_smaller_pools()) return;
-    std::vector<SessionSentence> evicted = session_.evict_newest(in_flight - options_.max_sentences);
-    if (evicted.empty() && session_.active_sentences() == in_flight) throw;
-    requeue(std::move(evicted));
+    shed_load(error);
     return;
   }
   stats_.slot_steps += static_cast<size_t>(slots) * steps;

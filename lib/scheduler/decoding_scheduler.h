@@ -42,6 +42,7 @@ struct SchedulerOptions {
 // Counters for the benchmark and the summary.
 struct SchedulerStats {
   size_t waves = 0;         // encoder passes (admit calls)
+  size_t admission_shares = 0;  // continue_admission calls (chunked prefill: a chunk each)
   size_t steps = 0;         // decoder steps
   size_t slot_steps = 0;    // decoder rows computed, summed over steps
   size_t max_in_flight = 0; // most sentences in flight at once
@@ -54,11 +55,12 @@ class DecodingScheduler {
 
   // Queues a sentence (FIFO): the caller's id and its source ids, EOS included.
   void submit(SessionSentence sentence);
-  // One iteration: admits the waiting sentences the budget and the policy allow, runs one decoder step, and
-  // appends the sentences that finished to `finished`. Does nothing when idle().
+  // One iteration: admits the waiting sentences the budget and the policy allow, continues the admission of
+  // those still admitting (a prefill chunk), runs one decoder step over the rows decoding, and appends the
+  // sentences that finished to `finished`. Does nothing when idle().
   // Out of device memory (OutOfMemoryError from the model), the sentence budget is halved: a wave that
-  // failed to join waits again, a step that failed sends its newest half of the sentences back to the
-  // front of the queue to restart; only one sentence alone running out of memory is an error.
+  // failed to join waits again, a step or prefill chunk that failed sends its newest half of the sentences
+  // back to the front of the queue to restart; only one sentence alone running out of memory is an error.
   void iterate(std::vector<FinishedSentence>& finished);
   // The sentence budget in effect: the options', or less after running out of memory.
   size_t max_sentences() const { return options_.max_sentences; }
@@ -79,6 +81,9 @@ class DecodingScheduler {
   size_t tokens_in_flight() const;
   // Halves the sentence budget from `load` sentences (at least 1); rethrows when `load` was one.
   void lower_budget(size_t load, const OutOfMemoryError& error);
+  // Out of memory in a step or an admission share: halves the budget and sends the newest sentences in
+  // flight (admitting ones first) back to the queue; rethrows when there is nothing left to shed.
+  void shed_load(const OutOfMemoryError& error);
   void forget_in_flight(uint64_t id);
   // After the budget was lowered: pools reserved for twice the budget or more hold memory the retry needs,
   // and grow by their reserved rows (a longer source regrows every reserved row), so fewer sentences alone

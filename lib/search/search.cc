@@ -113,6 +113,9 @@ std::vector<SearchResult> search_with_starts(StepModel& model, const std::vector
   std::vector<SearchResult> results(sources.size());
   std::vector<FinishedSentence> finished;
   while (session.active_sentences() > 0) {
+    // A share of any admission still under way (chunked prefill), then a step of the sentences decoding.
+    session.continue_admission();
+    if (session.decoding_sentences() == 0) continue;
     finished.clear();
     session.step(finished);
     for (FinishedSentence& sentence : finished) results[sentence.id] = std::move(sentence.result);

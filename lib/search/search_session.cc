@@ -1,6 +1,8 @@
 #include "search/search_session.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <numeric>
 
 #include "core/error.h"
@@ -41,24 +43,44 @@ void SearchSession::add(const std::vector<SessionSentence>& sentences) {
   for (const SessionSentence& sentence : sentences) sources.push_back(sentence.source);
   const int32_t first_new = static_cast<int32_t>(state_->slots());
   model_.admit(*state_, sources);
+  admitting_.insert(admitting_.end(), sentences.begin(), sentences.end());
+  join_admitted(first_new);
+  times_.encode += seconds_between(start, Clock::now());
+}
+
+void SearchSession::continue_admission() {
+  if (admitting_.empty()) return;
+  const Clock::time_point start = Clock::now();
+  const int32_t first_new = static_cast<int32_t>(state_->slots());
+  model_.continue_admission(*state_);
+  join_admitted(first_new);
+  times_.encode += seconds_between(start, Clock::now());
+}
+
+void SearchSession::join_admitted(int32_t first_new) {
+  const size_t joined = static_cast<size_t>(state_->slots() - first_new);
+  SEQTRANS_CHECK(joined <= admitting_.size() && state_->admitting() == admitting_.size() - joined,
+                 "search session: {} slots joined and {} sources still admitting, of {} admitted", joined,
+                 state_->admitting(), admitting_.size());
+  if (joined == 0) return;
   // A search may start on several slots (samples): its admitted slot is repeated, all at position 0.
   std::vector<int32_t> expanded(static_cast<size_t>(first_new));
   std::iota(expanded.begin(), expanded.end(), 0);
-  for (size_t i = 0; i < sentences.size(); ++i) {
+  for (size_t i = 0; i < joined; ++i) {
+    SessionSentence& sentence = admitting_.front();
     Active active;
-    active.id = sentences[i].id;
-    active.source = sentences[i].source;
-    active.stream = sentences[i].stream;
-    active.start = sentences[i].start;
-    active.search = make_sentence_search(model_, options_, sentences[i].source.size(), sentences[i].stream,
-                                         sentences[i].start);
+    active.id = sentence.id;
+    active.source = std::move(sentence.source);
+    active.stream = sentence.stream;
+    active.start = std::move(sentence.start);
+    active.search = make_sentence_search(model_, options_, active.source.size(), active.stream, active.start);
     active.first_slot = static_cast<int32_t>(expanded.size());
     expanded.insert(expanded.end(), active.search->inputs().size(), first_new + static_cast<int32_t>(i));
     active_.push_back(std::move(active));
+    admitting_.pop_front();
     ++running_;
   }
   if (!is_identity_selection(expanded, state_->slots())) model_.select(*state_, expanded);
-  times_.encode += seconds_between(start, Clock::now());
 }
 
 SlotOutputs SearchSession::run_step(StepCandidates& candidates, StepSamples& samples) {
@@ -105,7 +127,10 @@ SlotOutputs SearchSession::run_step(StepCandidates& candidates, StepSamples& sam
 }
 
 int SearchSession::steps_at_once(bool run_ahead) const {
-  if (!run_ahead || plan_.samples || plan_.k != 1 || repetitions_.on() || !options_.shrink_batch) return 1;
+  // Admitting sentences take their next share between two steps (chunked prefill), not after several.
+  if (!run_ahead || !admitting_.empty() || plan_.samples || plan_.k != 1 || repetitions_.on() ||
+      !options_.shrink_batch)
+    return 1;
   int steps = model_.steps_per_read();
   for (const Active& active : active_) {
     if (steps <= 1) break;
@@ -225,27 +250,39 @@ void SearchSession::keep(Active& active, size_t& kept) {
 }
 
 void SearchSession::reset_state() {
-  SEQTRANS_CHECK(active_.empty(), "search session: the state is reset with {} sentences in it", active_.size());
+  SEQTRANS_CHECK(active_.empty() && admitting_.empty(), "search session: the state is reset with {} sentences in it",
+                 active_.size() + admitting_.size());
   state_.reset();  // the old pools go back before the new state takes any
   state_ = model_.start();
 }
 
 std::vector<SessionSentence> SearchSession::evict_newest(size_t count) {
-  // Sentences sit in slot order, newest last; parked ones (naive batching) are done and stay.
-  size_t keep = active_.size();
-  while (keep > 0 && active_.size() - keep < count && active_[keep - 1].search) --keep;
-  std::vector<SessionSentence> evicted;
-  if (keep == active_.size()) return evicted;
-  for (size_t i = keep; i < active_.size(); ++i) {
-    Active& active = active_[i];
-    evicted.push_back(SessionSentence{active.id, std::move(active.source), active.stream, std::move(active.start)});
-    --running_;
+  // The admitting sentences are the newest (they join after every active one), oldest first.
+  const size_t withdrawn = std::min(count, admitting_.size());
+  std::vector<SessionSentence> admitting_evicted;
+  if (withdrawn > 0) {
+    model_.withdraw_admitting(*state_, withdrawn);
+    const auto first = admitting_.end() - static_cast<std::ptrdiff_t>(withdrawn);
+    admitting_evicted.assign(std::make_move_iterator(first), std::make_move_iterator(admitting_.end()));
+    admitting_.erase(first, admitting_.end());
   }
-  const int32_t kept_slots = active_[keep].first_slot;
-  active_.resize(keep);
-  std::vector<int32_t> sources(static_cast<size_t>(kept_slots));
-  std::iota(sources.begin(), sources.end(), 0);
-  model_.select(*state_, sources);
+  // Active sentences sit in slot order, newest last; parked ones (naive batching) are done and stay.
+  size_t keep = active_.size();
+  while (keep > 0 && active_.size() - keep < count - withdrawn && active_[keep - 1].search) --keep;
+  std::vector<SessionSentence> evicted;
+  if (keep < active_.size()) {
+    for (size_t i = keep; i < active_.size(); ++i) {
+      Active& active = active_[i];
+      evicted.push_back(SessionSentence{active.id, std::move(active.source), active.stream, std::move(active.start)});
+      --running_;
+    }
+    const int32_t kept_slots = active_[keep].first_slot;
+    active_.resize(keep);
+    std::vector<int32_t> sources(static_cast<size_t>(kept_slots));
+    std::iota(sources.begin(), sources.end(), 0);
+    model_.select(*state_, sources);
+  }
+  std::move(admitting_evicted.begin(), admitting_evicted.end(), std::back_inserter(evicted));
   return evicted;
 }
 

@@ -1,9 +1,11 @@
 // A running decode over one decoder state: sentences join between steps, each step advances every active
-// sentence's search by one token, and finished sentences leave at once (their rows are freed). The
+// sentence's search by one token, and finished sentences leave at once (their rows are freed). A sentence
+// the model admits over several calls (chunked prefill) waits, admitting, until its slot joins. The
 // decoding scheduler decides who joins and when; search() runs one batch through it.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -56,22 +58,33 @@ class SearchSession {
 
   // Sizes the model's pools for a run within these bounds (StepModel::reserve).
   void reserve(const DecoderReservation& reservation) { model_.reserve(*state_, reservation); }
-  // Encodes `sentences` and adds them to the running decode; they take part from the next step on.
+  // Encodes `sentences` and adds them to the running decode; they take part from the next step on, or,
+  // those the model leaves admitting (StepModel::admit), from the step after the continue_admission call
+  // that joins them. If the model throws, none of them was added.
   void add(const std::vector<SessionSentence>& sentences);
+  // One share of the admitting sentences' work (StepModel::continue_admission); those it completes join the
+  // decode. Nothing to do when none is admitting. If the model throws (out of memory), none joined and the
+  // call can be retried.
+  void continue_admission();
   // One decoder step over every active sentence; sentences that finish are appended to `finished`. If the
   // model throws (out of memory), no sentence has advanced and the step can be retried. Returns the steps
   // run: with `run_ahead`, greedy sentences take several at once where the model offers it
   // (StepModel::steps_per_read), each fed the last one's choice on the device, read back together; a
   // sentence that ends inside them leaves after the last (its rows after its end are wasted).
   size_t step(std::vector<FinishedSentence>& finished, bool run_ahead = true);
-  // Takes up to `count` of the most recently added sentences still searching out of the decode, freeing
-  // their rows, and returns them as they were handed in: added again, they search from the start and get
-  // the same result (sampling streams are keyed by sentence). Recovery from running out of memory.
+  // Takes up to `count` of the most recently added sentences still searching or admitting out of the
+  // decode, freeing their rows, and returns them as they were handed in, oldest first: added again, they
+  // search from the start and get the same result (sampling streams are keyed by sentence). Recovery from
+  // running out of memory.
   std::vector<SessionSentence> evict_newest(size_t count);
   // Replaces the decoder state with a fresh one, giving its pools back: only with no sentence in it.
   void reset_state();
 
-  size_t active_sentences() const { return running_; }
+  // Sentences in flight: searching, or admitting (their rows and blocks are taken too).
+  size_t active_sentences() const { return running_ + admitting_.size(); }
+  // Sentences whose search runs: step() needs at least one.
+  size_t decoding_sentences() const { return running_; }
+  size_t admitting_sentences() const { return admitting_.size(); }
   // Decoder rows the next step computes.
   int64_t active_slots() const;
   DecoderState& state() { return *state_; }
@@ -96,6 +109,9 @@ class SearchSession {
   // Runs `steps` greedy steps at once and reads them; returns false (nothing run) where a step's request would
   // need more than the best candidate (EOS banned for only some sentences).
   bool step_at_once(int steps, std::vector<FinishedSentence>& finished);
+  // The first (slots() - first_new_slot) admitting sentences, whose slots the model appended from
+  // first_new_slot on, start their searches.
+  void join_admitted(int32_t first_new_slot);
   // Moves `active` (an entry of active_ at or after index `kept`) to index `kept`, and counts it.
   void keep(Active& active, size_t& kept);
 
@@ -106,6 +122,7 @@ class SearchSession {
   RepetitionRequest repetitions_;   // the repetition settings, without histories
   std::unique_ptr<DecoderState> state_;
   std::vector<Active> active_;  // in slot order
+  std::deque<SessionSentence> admitting_;  // admitted, not joined yet: oldest first, as they will join
   std::vector<int32_t> sources_, continuing_;  // a step's scratch, kept for its capacity
   size_t running_ = 0;          // active sentences whose search is not done
   SessionTimes times_;

@@ -10,7 +10,14 @@ namespace seqtrans {
 std::unique_ptr<DecoderState> StepModel::encode(const std::vector<std::vector<int32_t>>& sources) {
   std::unique_ptr<DecoderState> state = start();
   admit(*state, sources);
+  while (state->admitting() > 0) continue_admission(*state);
   return state;
+}
+
+void StepModel::withdraw_admitting(DecoderState& state, size_t count) {
+  // Only a model that leaves sources admitting has any to withdraw, and overrides this.
+  SEQTRANS_CHECK(count == 0 && state.admitting() == 0, "withdraw_admitting: {} of {} admitting sources", count,
+                 state.admitting());
 }
 
 void apply_repetition_controls(Tensor& scores, const RepetitionRequest& request, const Tensor* bias) {

@@ -26,6 +26,8 @@ class DecoderState {
   // the need stays within what is left, so that joining sentences do not make the pools grow.
   virtual int64_t room_left() const { return std::numeric_limits<int64_t>::max(); }
   virtual int64_t room_needed(int64_t /*new_slots*/, int64_t /*new_positions*/) const { return 0; }
+  // Sources admitted whose slots have not joined yet (StepModel::continue_admission).
+  virtual size_t admitting() const { return 0; }
 };
 
 // Hugging Face's repetition controls for one step (ops::penalize_repetitions): each slot's decoder inputs so
@@ -112,15 +114,25 @@ class StepModel {
   // A state with no slots.
   virtual std::unique_ptr<DecoderState> start() = 0;
   // Encodes `sources` (token ids, EOS included) and appends one slot per source, at position 0, after the
-  // state's current slots: old slots keep their numbers, slot slots() + i decodes sources[i].
+  // state's current slots: old slots keep their numbers, slot slots() + i decodes sources[i]. A model may
+  // instead leave some or all of them admitting (DecoderState::admitting), to join in later calls of
+  // continue_admission; sources join in the order they were admitted, each as one new slot after the
+  // state's current ones. If admit throws, none of `sources` was admitted.
   virtual void admit(DecoderState& state, const std::vector<std::vector<int32_t>>& sources) = 0;
+  // Does a bounded share of the admitting sources' work (a decoder-only model's chunked prefill: one chunk
+  // of prompt tokens) and joins those it completes, oldest first, so that decoding steps of the joined
+  // slots can run between the shares. If it throws (out of memory), nothing joined and the call can be
+  // retried. A model whose admit() joins every source has nothing to do here.
+  virtual void continue_admission(DecoderState& /*state*/) {}
+  // The newest `count` admitting sources leave without joining, and what they took goes back (eviction).
+  virtual void withdraw_admitting(DecoderState& state, size_t count);
   // Sizes the state's pools up front, so that a run within these bounds never moves them (a move costs
   // the recorded step graphs). Optional: pools also grow on demand.
   virtual void reserve(DecoderState& /*state*/, const DecoderReservation& /*reservation*/) const {}
   // Gives back what the state holds only for speed (recorded step graphs and their temporaries): called
   // when the device ran out of memory, before fewer sentences retry.
   virtual void release_cached(DecoderState& /*state*/) const {}
-  // A new state whose slot i decodes sources[i].
+  // A new state whose slot i decodes sources[i] (every admission completed).
   std::unique_ptr<DecoderState> encode(const std::vector<std::vector<int32_t>>& sources);
 
   // Feeds one token per slot ([slots]) and returns next-token logits, the output bias included.

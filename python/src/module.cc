@@ -160,7 +160,7 @@ NB_MODULE(_seqtrans, m) {
           [](PythonTranslator* self, const std::optional<std::filesystem::path>& model_path, const std::string& device,
              const std::string& precision, int threads, const std::string& batching,
              std::optional<size_t> max_batch_size, std::optional<size_t> max_batch_tokens, size_t min_join,
-             size_t read_ahead, size_t max_input_length, size_t max_gpu_memory) {
+             size_t read_ahead, size_t max_input_length, size_t max_gpu_memory, bool batch_invariant) {
             EngineArgs args;
             args.model_path = model_path ? model_path->string() : default_model_path();
             args.device = device;
@@ -173,6 +173,7 @@ NB_MODULE(_seqtrans, m) {
             args.read_ahead = read_ahead;
             args.max_input_length = max_input_length;
             args.max_gpu_memory_mib = max_gpu_memory;
+            args.batch_invariant = batch_invariant;
             nb::gil_scoped_release release;
             new (self) PythonTranslator(args);
           },
@@ -180,7 +181,7 @@ NB_MODULE(_seqtrans, m) {
           "batching"_a = "iteration", "max_batch_size"_a = nb::none(),
           "max_batch_tokens"_a = nb::none(), "min_join"_a = EngineArgs().min_join,
           "read_ahead"_a = EngineArgs().read_ahead, "max_input_length"_a = EngineArgs().max_input_length,
-          "max_gpu_memory"_a = 0,
+          "max_gpu_memory"_a = 0, "batch_invariant"_a = false,
           R"(Loads a model file (None: $SEQTRANS_MODEL, else the bundled English-German model).
 
 device: "auto" (a GPU when there is one, else the CPU), "cpu", "cuda", "cuda:N", or several GPUs:
@@ -191,7 +192,9 @@ batching, max_batch_size, max_batch_tokens, min_join, read_ahead, max_input_leng
     the CLI's --batching, --max-batch-size, --max-batch-tokens, --min-join, --read-ahead, --max-input-length,
     --max-gpu-memory (MiB)
     (budgets left None take the device's defaults: 256 sentences and 16384 tokens on a GPU, 64 and
-    4096 on the CPU).)")
+    4096 on the CPU).
+batch_invariant: as --batch-invariant: a line's result does not depend on the other lines decoded
+    beside it (slower).)")
       .def(
           "translate_batch",
           [](PythonTranslator& self, const std::vector<std::string>& lines, std::optional<int> beam_size, int n_best,

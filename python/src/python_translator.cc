@@ -60,6 +60,7 @@ PythonTranslator::PythonTranslator(const EngineArgs& args) {
   options.min_join = args.min_join;
   options.max_input_length = args.max_input_length;
   options.max_gpu_memory = args.max_gpu_memory_mib << 20;
+  options.model.tuning.batch_invariant = args.batch_invariant;
   TextSettings text;
   text.device = args.device;
   text.precision = args.precision;

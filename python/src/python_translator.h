@@ -30,6 +30,7 @@ struct EngineArgs {
   size_t read_ahead = BatchingOptions().read_ahead;
   size_t max_input_length = TranslatorOptions().max_input_length;
   size_t max_gpu_memory_mib = 0;  // 0: what the device has
+  bool batch_invariant = false;   // the CLI's --batch-invariant
 };
 
 // One call's search settings (defaults: the CLI's).

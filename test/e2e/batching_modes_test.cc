@@ -4,8 +4,9 @@
 // temperature, three samples per line: draws are keyed by input line, step and sample, never by batch
 // position). The real binary translates 120 golden source lines with the tiny Marian model, on the CPU and
 // (gpu tag) on the GPU in fp32. Texts must be identical; printed scores may differ in their last digit,
-// because a BLAS rounds a row's product differently for different row counts (OpenBLAS does: measured on
-// 512 x 512 products, a few elements per row differ by an ulp). Sampling keeps to the 10 best tokens: over
+// because a BLAS rounds a row's product differently for different row counts (OpenBLAS's small-matrix
+// kernel takes 1 or 2 rows of a 512 x 512 product; a few elements per row differ by an ulp). With
+// --batch-invariant the bytes are the same too: batch_invariance_test.cc. Sampling keeps to the 10 best tokens: over
 // the whole vocabulary, an ulp can move a draw across a boundary.
 #include <cmath>
 #include <iostream>
@@ -22,14 +23,6 @@ using namespace seqtrans::testing;
 
 namespace {
 
-// The golden inputs: newstest, Multi30k, Tatoeba and odd lines, 1 to 229 source ids, one blank.
-std::string golden_input(size_t count) {
-  const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
-  std::string input;
-  for (size_t i = 0; i < std::min(count, golden.cases.size()); ++i) input += golden.cases[i].source_text + "\n";
-  return input;
-}
-
 std::string translate(const std::vector<std::string>& device, const std::vector<std::string>& flags,
                       const std::string& input) {
   std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--quiet",
@@ -43,7 +36,7 @@ std::string translate(const std::vector<std::string>& device, const std::vector<
 }
 
 void check_modes_agree(const std::vector<std::string>& device) {
-  const std::string input = golden_input(120);
+  const std::string input = golden_source_lines(120);
   const std::vector<std::vector<std::string>> searches = {
       {"--beam-size", "1", "--with-scores"},
       {"--beam-size", "4", "--n-best", "2"},
@@ -84,7 +77,7 @@ TEST_CASE("iteration and shrinking batching give identical lines at batch sizes 
 TEST_CASE("a batch budget far above the GPU's memory is lowered with a note, and the lines are the same",
           "[gpu][e2e][batching]") {
   REQUIRE_GPU_OR_SKIP();
-  const std::string input = golden_input(40);
+  const std::string input = golden_source_lines(40);
   const std::vector<std::string> gpu = {"--device", "cuda", "--precision", "fp32"};
   const std::string expected = translate(gpu, {}, input);
   std::vector<std::string> arguments = {seqtrans_binary(), "translate", "-m", converted_tiny_model(), "--max-length",
@@ -101,7 +94,7 @@ TEST_CASE("a batch budget far above the GPU's memory is lowered with a note, and
 // halves its sentences in flight (a warning) instead of failing. Either way the lines are the default's.
 TEST_CASE("--max-gpu-memory fits the budget under the cap and keeps the lines", "[gpu][e2e][batching]") {
   REQUIRE_GPU_OR_SKIP();
-  const std::string input = golden_input(120);
+  const std::string input = golden_source_lines(120);
   const std::vector<std::string> gpu = {"--device", "cuda", "--precision", "fp32"};
   const std::string expected = translate(gpu, {}, input);
   for (const char* cap : {"96", "128"}) {
@@ -126,7 +119,7 @@ TEST_CASE("--max-gpu-memory fits the budget under the cap and keeps the lines", 
 TEST_CASE("a device that runs out of memory halves the sentences and keeps the lines",
           "[gpu][e2e][batching]") {
   REQUIRE_GPU_OR_SKIP();
-  const std::string input = golden_input(120);
+  const std::string input = golden_source_lines(120);
   const std::vector<std::string> gpu = {"--device", "cuda", "--precision", "fp32"};
   const std::string expected = translate(gpu, {}, input);
   std::vector<std::string> arguments = {"/usr/bin/env", "SEQTRANS_TEST_ARENA_LIMIT_MIB=96", seqtrans_binary(),

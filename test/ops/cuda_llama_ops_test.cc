@@ -231,6 +231,45 @@ TEST_CASE("cuda append_self_attention_step with GQA widths, no bias and history 
       }
 }
 
+// The rotary pass folded into the append (SelfAttentionStepOptions::rotary) against the two passes it stands
+// for, on the GPU: the same bits in the query, the blocks and the history, for every head shape (scalar loads
+// where a half head is not whole vectors) and a position outside the table (left unrotated by both).
+TEST_CASE("cuda append_self_attention_step with rotary positions equals the rotary pass then the append", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  for (DataType dtype : kFloatTypes)
+    for (const Heads& shape : kHeadShapes) {
+      CAPTURE(dtype_name(dtype), shape.heads, shape.kv_heads, shape.head_dim);
+      const int64_t slots = 6, block = 16, blocks = 8, table_width = 48, table_positions = 40;
+      const int64_t width = shape.width() + 2 * shape.kv_width();
+      const Tensor table = ops::rotary_table(table_positions, shape.head_dim, 10000.0f, Device::CUDA);
+      const Tensor qkv = random_operand({slots, width}, dtype, -4.0f, 4.0f).gpu;
+      const Tensor key_cache = random_operand({blocks, block, shape.kv_width()}, dtype).gpu;
+      const Tensor history = random_ints({slots, table_width}, -9, -1).to(Device::CUDA);
+      const Tensor positions = Tensor::from_ints({slots}, {0, 5, 17, 33, 39, 44}).to(Device::CUDA);
+      const Tensor cache_rows = Tensor::from_ints({slots}, {0, 1, 2, 3, 4, 5}).to(Device::CUDA);
+      ops::SelfAttentionStepOptions options;
+      options.query_width = shape.width();
+      options.cache_rows = &cache_rows;
+      const auto append = [&](const Tensor& rows, const Tensor* rotary, Tensor& keys, Tensor& values, Tensor& table_rows) {
+        ops::SelfAttentionStepOptions with = options;
+        with.rotary = rotary;
+        with.rotary_shape = {shape.heads, shape.kv_heads};
+        return ops::append_self_attention_step(rows, positions, keys, values, table_rows, with);
+      };
+      Tensor rotated = qkv.to(Device::CUDA);
+      ops::apply_rotary_embedding(rotated, positions, table, {shape.heads, shape.kv_heads});
+      Tensor two_pass_keys = key_cache.to(Device::CUDA), two_pass_values = key_cache.to(Device::CUDA);
+      Tensor two_pass_history = history.to(Device::CUDA);
+      const Tensor two_pass = append(rotated, nullptr, two_pass_keys, two_pass_values, two_pass_history);
+      Tensor keys = key_cache.to(Device::CUDA), values = key_cache.to(Device::CUDA), got_history = history.to(Device::CUDA);
+      const Tensor fused = append(qkv, &table, keys, values, got_history);
+      CHECK(values_of(fused) == values_of(two_pass));
+      CHECK(values_of(keys) == values_of(two_pass_keys));
+      CHECK(values_of(values) == values_of(two_pass_values));
+      CHECK(ints_of(got_history) == ints_of(two_pass_history));
+    }
+}
+
 // Chunked prefill over the block pool (ops.h, AttentionOptions), the same calls on both devices: two passes,
 // the first with a chunk of each prompt, the second the rest of the first prompt over keys already pooled.
 TEST_CASE("cuda chunked prefill through the block pool matches the CPU", "[gpu]") {

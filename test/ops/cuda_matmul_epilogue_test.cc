@@ -101,6 +101,42 @@ TEST_CASE("cuda matmul of 2 to 8 rows onto wide outputs (the tensor-core kernel)
                         {5, 160, 9000}, {9, 512, 10001}, {16, 512, 32000}});
 }
 
+namespace {
+
+// The fused op on the GPU against the two ops it stands for, run one by one on the GPU: bit for bit.
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.to(Device::CPU).to(DataType::F32).to_float_vector();
+  const std::vector<float> y = b.to(Device::CPU).to(DataType::F32).to_float_vector();
+  return x == y;
+}
+
+Tensor on_gpu(const Tensor& x) { return x.to(DataType::F16).to(Device::CUDA); }
+
+}  // namespace
+
+TEST_CASE("matmul_gated_activation and matmul_bias_residual give the ops' own values, fused or not", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  // 1 to 8 rows take the fused epilogues (the tensor-core kernel too for the residual at 8,192 columns);
+  // 9 and 64 rows run the ops one by one. Widths of TinyLlama's feed-forward and odd ones.
+  const int64_t shapes[][3] = {{1, 2048, 5632}, {3, 512, 1001}, {8, 5632, 2048}, {4, 512, 8192}, {9, 512, 512},
+                               {64, 256, 384}};
+  for (const auto& shape : shapes)
+    for (const bool with_bias : {false, true}) {
+      const int64_t m = shape[0], k = shape[1], n = shape[2];
+      CAPTURE(m, k, n, with_bias);
+      const Tensor x = on_gpu(random_floats({m, k}, -1.0f, 1.0f));
+      const Tensor gate_up = on_gpu(random_floats({2 * n, k}, -0.1f, 0.1f)), down = on_gpu(random_floats({n, k}, -0.1f, 0.1f));
+      const Tensor gate_up_bias = on_gpu(random_floats({2 * n}, -1.0f, 1.0f)), bias = on_gpu(random_floats({n}, -1.0f, 1.0f));
+      const Tensor residual = on_gpu(random_floats({m, n}, -4.0f, 4.0f));
+      ops::MatmulOptions options;
+      if (with_bias) options.bias = &gate_up_bias;
+      CHECK(same_bits(ops::matmul_gated_activation(x, gate_up, options.bias),
+                      ops::gated_activation(ops::matmul(x, gate_up, options))));
+      CHECK(same_bits(ops::matmul_bias_residual(x, down, bias, residual),
+                      ops::add_bias_residual(ops::matmul(x, down), bias, residual)));
+    }
+}
+
 #endif
 
 // The front end's checks are the same on every device.

@@ -240,3 +240,13 @@ def test_gpu_all_devices_give_the_single_gpu_text():
     every = seqtrans.Translator(device="cuda:all", precision="fp32")
     assert every.engines >= 2, "needs two GPUs"
     assert [r.text for r in every.translate_batch(sources)] == [r.text for r in one.translate_batch(sources)]
+
+
+def test_batch_invariant_scores_do_not_depend_on_the_batch():
+    """batch_invariant=True: a line's greedy text and score are the same bits alone as among 64 lines."""
+    lines = golden_sources(12)
+    results = []
+    for max_batch_size in (1, 64):
+        engine = seqtrans.Translator(device="cpu", batch_invariant=True, max_batch_size=max_batch_size)
+        results.append([(r.text, r.score) for r in engine.translate_batch(lines, beam_size=1, with_scores=True)])
+    assert results[0] == results[1]

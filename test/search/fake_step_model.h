@@ -3,7 +3,9 @@
 // still computes (the shrinking batch) and how it rearranges slots.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -54,19 +56,61 @@ class FakeStepModel : public StepModel {
   // Sentences are numbered in admission order over the state's life (the first admit's are 0, 1, ...).
   void admit(DecoderState& decoder_state, const std::vector<std::vector<int32_t>>& sources) override {
     auto& state = dynamic_cast<State&>(decoder_state);
-    check_memory(state.entries.size() + sources.size());
+    check_memory(state.entries.size() + state.pending.size() + sources.size());
     if (reserved_limit_on_admit) check_reserved(state.reserved_slots);
     ++encode_calls;
     admitted.push_back(sources.size());
-    for (const auto& source : sources) state.entries.push_back(Slot{state.next_sentence++, source, {}});
+    for (const auto& source : sources) {
+      if (admission_chunk == 0)
+        state.entries.push_back(Slot{state.next_sentence++, source, {}});
+      else
+        state.pending.push_back(Pending{state.next_sentence++, source, source.size()});
+    }
+  }
+
+  // Admission in chunks, as a decoder-only model's prefill: with admission_chunk > 0, admit() leaves its
+  // sources admitting, and each continue_admission() takes up to admission_chunk of their ids, oldest source
+  // first, joining the sources it completes.
+  size_t admission_chunk = 0;
+  int admission_calls = 0;       // continue_admission calls that did something
+  int steps_while_admitting = 0;  // steps run while some source was admitting
+  int admission_memory_errors = 0;  // continue_admission calls that ran out of memory
+  void continue_admission(DecoderState& decoder_state) override {
+    auto& state = dynamic_cast<State&>(decoder_state);
+    if (state.pending.empty()) return;
+    const int errors_before = out_of_memory_errors;
+    try {
+      check_memory(state.entries.size() + state.pending.size());
+    } catch (const OutOfMemoryError&) {
+      admission_memory_errors += out_of_memory_errors - errors_before;
+      throw;
+    }
+    ++admission_calls;
+    size_t budget = admission_chunk;
+    for (Pending& pending : state.pending) {
+      const size_t take = std::min(budget, pending.left);
+      pending.left -= take;
+      budget -= take;
+      if (pending.left > 0) break;
+    }
+    while (!state.pending.empty() && state.pending.front().left == 0) {
+      state.entries.push_back(Slot{state.pending.front().sentence, state.pending.front().source, {}});
+      state.pending.pop_front();
+    }
+  }
+  void withdraw_admitting(DecoderState& decoder_state, size_t count) override {
+    auto& state = dynamic_cast<State&>(decoder_state);
+    SEQTRANS_CHECK(count <= state.pending.size(), "fake withdraw: {} of {}", count, state.pending.size());
+    state.pending.resize(state.pending.size() - count);
   }
 
   Tensor step(DecoderState& decoder_state, const std::vector<int32_t>& input_ids) override {
     auto& state = dynamic_cast<State&>(decoder_state);
     SEQTRANS_CHECK(input_ids.size() == state.entries.size(), "fake step: {} ids for {} slots", input_ids.size(),
                    state.entries.size());
-    check_memory(state.entries.size());
+    check_memory(state.entries.size() + state.pending.size());
     if (reserved_limit_on_step) check_reserved(state.reserved_slots);
+    if (!state.pending.empty()) ++steps_while_admitting;
     std::vector<float> values;  // [slots, vocab]
     std::vector<FakeSlotRecord> record;
     for (size_t i = 0; i < input_ids.size(); ++i) {
@@ -99,8 +143,8 @@ class FakeStepModel : public StepModel {
     selects.push_back(sources);
   }
 
-  // Simulated device memory: admitting or stepping more slots than this throws OutOfMemoryError, before
-  // anything changes (0 = no limit).
+  // Simulated device memory: admitting or stepping more slots than this (a source still admitting counts as
+  // one) throws OutOfMemoryError, before anything changes (0 = no limit).
   size_t slot_limit = 0;
   // Pools reserved for more than this many slots leave no room for steps (as reserved rows do on a GPU):
   // every step fails until the state is reserved smaller (0 = no limit). Reserving more than slot_limit
@@ -156,15 +200,22 @@ class FakeStepModel : public StepModel {
     std::vector<int32_t> source;
     std::vector<int32_t> prefix;
   };
+  struct Pending {
+    size_t sentence;
+    std::vector<int32_t> source;
+    size_t left;  // ids not taken yet
+  };
   struct State : DecoderState {
     std::vector<Slot> entries;  // one per slot
+    std::deque<Pending> pending;  // admitting, oldest first
     size_t next_sentence = 0;
     size_t reserved_slots = 0;
     size_t room_slots = 0;
     int64_t slots() const override { return static_cast<int64_t>(entries.size()); }
+    size_t admitting() const override { return pending.size(); }
     int64_t room_left() const override {
       return room_slots == 0 ? std::numeric_limits<int64_t>::max()
-                             : static_cast<int64_t>(room_slots) - static_cast<int64_t>(entries.size());
+                             : static_cast<int64_t>(room_slots) - static_cast<int64_t>(entries.size() + pending.size());
     }
     int64_t room_needed(int64_t new_slots, int64_t /*new_positions*/) const override { return new_slots; }
   };

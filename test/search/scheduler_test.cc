@@ -265,6 +265,99 @@ TEST_CASE("scheduler: pools too large to reserve, or to admit or step beside, ar
   }
 }
 
+TEST_CASE("scheduler: sentences admitted in chunks join once complete, while others decode, each as if alone",
+          "[search][scheduler]") {
+  const auto all = sources(40);
+  for (const int beam : {1, 3}) {
+    CAPTURE(beam);
+    SearchOptions search;
+    search.beam_size = beam;
+    search.max_length_a = 9;
+    SchedulerOptions scheduling;
+    scheduling.max_sentences = 5;
+    scheduling.max_tokens = 30;
+    scheduling.min_join = 2;
+    FakeStepModel model = hash_model();
+    model.admission_chunk = 3;  // sources of 2 to 9 ids: up to three chunks each
+    DecodingScheduler scheduler(model, search, scheduling);
+    const Observation seen = drain(scheduler, all);
+    // One chunk an iteration, and rows decoded between chunks.
+    CHECK(scheduler.stats().admission_shares == static_cast<size_t>(model.admission_calls));
+    CHECK(scheduler.stats().admission_shares <= seen.iterations);
+    CHECK(model.steps_while_admitting > 0);
+    check_alone_results(seen, search, all);
+  }
+}
+
+TEST_CASE("scheduler: out of memory while sentences are admitted in chunks sheds the admitting ones first",
+          "[search][scheduler]") {
+  const auto all = sources(24);
+  SearchOptions search;
+  search.beam_size = 3;
+  search.max_length_a = 9;
+  SchedulerOptions scheduling;
+  scheduling.max_sentences = 8;
+  scheduling.max_tokens = 1000;
+  scheduling.min_join = 2;
+  FakeStepModel model = hash_model();
+  model.admission_chunk = 4;
+  model.slot_limit = 10;
+  DecodingScheduler scheduler(model, search, scheduling);
+  const Observation seen = drain(scheduler, all);
+  CHECK(model.admission_memory_errors > 0);
+  CHECK(scheduler.stats().memory_retries == static_cast<size_t>(model.out_of_memory_errors));
+  check_alone_results(seen, search, all);
+}
+
+TEST_CASE("session: the newest sentences evicted are the admitting ones, then the decoding ones",
+          "[search][scheduler]") {
+  const auto all = sources(3);
+  SearchOptions search;
+  search.max_length_a = 9;
+  FakeStepModel model = hash_model();
+  model.admission_chunk = 100;  // a share completes every source admitting
+  SearchSession session(model, search);
+  session.add({SessionSentence{0, all[0], 0}});
+  CHECK(session.admitting_sentences() == 1);
+  CHECK(session.decoding_sentences() == 0);
+  session.continue_admission();
+  CHECK(session.decoding_sentences() == 1);
+  std::vector<FinishedSentence> finished;
+  session.step(finished);
+  session.add({SessionSentence{1, all[1], 1}, SessionSentence{2, all[2], 2}});
+  CHECK(session.active_sentences() == 3);
+  std::vector<SessionSentence> evicted = session.evict_newest(1);
+  REQUIRE(evicted.size() == 1);
+  CHECK(evicted[0].id == 2);
+  CHECK(session.state().admitting() == 1);
+  CHECK(session.decoding_sentences() == 1);
+  evicted = session.evict_newest(2);  // oldest first: the decoding one, then the one admitting
+  REQUIRE(evicted.size() == 2);
+  CHECK(evicted[0].id == 0);
+  CHECK(evicted[1].id == 1);
+  CHECK(evicted[0].source == all[0]);
+  CHECK(session.active_sentences() == 0);
+  CHECK(session.state().admitting() == 0);
+  CHECK(session.state().slots() == 0);
+}
+
+TEST_CASE("search: sources admitted in chunks give what sources admitted at once give", "[search][scheduler]") {
+  const auto all = sources(12);
+  for (const int beam : {1, 4}) {
+    CAPTURE(beam);
+    SearchOptions search;
+    search.beam_size = beam;
+    search.max_length_a = 9;
+    FakeStepModel at_once = hash_model(), chunked = hash_model();
+    chunked.admission_chunk = 2;
+    const std::vector<SearchResult> expected = seqtrans::search(at_once, all, search);
+    check_same_results(seqtrans::search(chunked, all, search), expected);
+    // Sources joined one chunk at a time, the first ones decoding while later ones were still admitted.
+    CHECK(chunked.admission_calls >= 12);
+    CHECK(chunked.steps_while_admitting > 0);
+  }
+}
+
 TEST_CASE("scheduler: one sentence that does not fit alone is an error", "[search][scheduler]") {
   SearchOptions search;
   search.beam_size = 3;

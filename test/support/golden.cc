@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -70,6 +71,13 @@ const std::string& converted_golden_model(const std::string& name) {
                               SEQTRANS_TEST_DATA + "/" + name + " " + out + " --dtype fp32 > /dev/null";
   if (run_command(command) != 0) throw Error("converter failed: " + command);
   return paths.emplace(name, out).first->second;
+}
+
+std::string golden_source_lines(size_t count) {
+  const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/marian_tiny_greedy.tsv");
+  std::string lines;
+  for (size_t i = 0; i < std::min(count, golden.cases.size()); ++i) lines += golden.cases[i].source_text + "\n";
+  return lines;
 }
 
 const std::string& converted_tiny_model() { return converted_golden_model("marian_tiny"); }

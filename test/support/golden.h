@@ -30,6 +30,10 @@ SearchOptions golden_search_options(const GoldenFile& golden);
 // Reads a golden .tsv; throws seqtrans::Error on a malformed line.
 GoldenFile read_golden(const std::string& path);
 
+// The first `count` source lines of the Marian golden inputs (newstest, Multi30k, Tatoeba and odd lines, 1 to
+// 229 source ids, one blank), one per line, for tests that run the CLI on them.
+std::string golden_source_lines(size_t count);
+
 // test/data/<name> (a golden checkpoint: marian_tiny, marian_separate) converted with
 // scripts/convert_marian.py (fp32), once per name and test binary.
 const std::string& converted_golden_model(const std::string& name);

@@ -1,6 +1,6 @@
 // The e2e tests' comparison of two runs' output: the same texts, and scores equal to the last printed
 // digit (a BLAS rounds a row's product differently for different row counts, so batch sizes may move a
-// score by an ulp).
+// score by an ulp; --batch-invariant removes that, and batch_invariance_test.cc compares bytes).
 #pragma once
 
 #include <algorithm>

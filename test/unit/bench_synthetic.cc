@@ -63,7 +63,7 @@ TEST_CASE("bench synthetic: a tiny CPU grid gives every point with positive numb
     CHECK(staged > 0);
     CHECK(staged <= result.profile->search_seconds);
 
-    REQUIRE(result.ablations.size() == 5);
+    REQUIRE(result.ablations.size() == 6);
     std::set<std::string> names;
     for (const AblationResult& ablation : result.ablations) {
       names.insert(ablation.name);
@@ -73,7 +73,7 @@ TEST_CASE("bench synthetic: a tiny CPU grid gives every point with positive numb
     }
     CHECK(names ==
           std::set<std::string>{"naive-batching", "no-packed-encoder", "no-fused-topk", "no-hierarchical-topk",
-                                "no-packed-weights"});
+                                "batch-invariant", "no-packed-weights"});
   }
 }
 

@@ -1,0 +1,42 @@
+// A product and the elementwise op after it, as one op: the values are those of the two ops in a row (the
+// CPU runs them so, and so does CUDA where its small-rows kernels do not take the product); a few fp16 rows on
+// CUDA fold the second into the product's epilogue, one launch and one pass over the output fewer (a decoder
+// step of a Llama layer at batch 1).
+#include "core/profiler.h"
+#include "ops/dispatch.h"
+
+namespace seqtrans::ops {
+
+Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias) {
+  SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2 && weight.dim(0) % 2 == 0,
+                 "matmul_gated_activation: x {} and weight {} are not [m, k] and [2 f, k]", shape_string(x.shape()),
+                 shape_string(weight.shape()));
+#ifdef SEQTRANS_WITH_CUDA
+  if (x.device() == Device::CUDA && x.dtype() == weight.dtype() && weight.dim(1) == x.dim(1)) {
+    Tensor out({x.dim(0), weight.dim(0) / 2}, x.dtype(), x.device());
+    const ProfileScope profile("gemm");
+    if (cuda::fused_matmul_gated_activation(x, weight, bias, out, cuda::current_stream())) return out;
+  }
+#endif
+  MatmulOptions options;
+  options.bias = bias;
+  return gated_activation(matmul(x, weight, options));
+}
+
+Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "matmul_bias_residual: x {} and weight {} are not [m, k] and [n, k]",
+                 shape_string(x.shape()), shape_string(weight.shape()));
+#ifdef SEQTRANS_WITH_CUDA
+  if (x.device() == Device::CUDA && x.dtype() == weight.dtype() && weight.dim(1) == x.dim(1) &&
+      residual.shape() == Shape{x.dim(0), weight.dim(0)} && residual.dtype() == x.dtype() &&
+      bias.shape() == Shape{weight.dim(0)} && bias.dtype() == x.dtype() && residual.device() == Device::CUDA &&
+      bias.device() == Device::CUDA) {
+    Tensor out(residual.shape(), x.dtype(), x.device());
+    const ProfileScope profile("gemm");
+    if (cuda::fused_matmul_bias_residual(x, weight, bias, residual, out, cuda::current_stream())) return out;
+  }
+#endif
+  return add_bias_residual(matmul(x, weight), bias, residual);
+}
+
+}  // namespace seqtrans::ops
