@@ -16,10 +16,11 @@ namespace seqtrans {
 struct ModelOptions {
   Device device = Device::CPU;
   DataType dtype = DataType::F32;  // compute and weight type on the device
-  // CPU: the Dense layers' weights quantized to int8 at load, their products in int32 over activations
-  // quantized per row (ops::WeightFormat::Int8; --precision int8). The output layer stays fp32.
-  bool int8_weights = false;
   EngineTuning tuning;             // the speed ideas, each switchable (the benchmark's ablations)
+  // CPU: the Dense layers' weights quantized to int8 at load, their products in int32 over activations
+  // quantized per row (ops::WeightFormat::Int8; --precision int8). The output layer stays fp32. Last, so that
+  // {device, dtype, tuning} still initializes what it says.
+  bool int8_weights = false;
 };
 
 class EngineModel : public StepModel {
