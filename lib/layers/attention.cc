@@ -23,7 +23,7 @@ SelfAttention::SelfAttention(const WeightLoader& weights, const std::string& sco
       norm_(weights, scope + "/norm", shape.d_model, shape.norm) {}
 
 Tensor SelfAttention::attend(const Tensor& context, const Tensor& residual) const {
-  return norm_.output(output_.project(context), output_.bias(), residual);
+  return norm_.output(output_, context, residual);
 }
 
 Tensor SelfAttention::forward(const Tensor& x, int64_t batch, const Tensor& lengths) const {
@@ -90,7 +90,7 @@ Tensor CrossAttention::step(const Tensor& x, const Tensor& keys, const Tensor& v
   options.key_span = inputs.source_span;
   const Tensor context =
       ops::attention(query.reshape({slots, 1, d}), keys, values, inputs.source_lengths, options);
-  return norm_.output(output_.project(context.reshape({slots, d})), output_.bias(), x);
+  return norm_.output(output_, context.reshape({slots, d}), x);
 }
 
 void CrossAttention::describe(ops::PersistentDecoderLayer& layer) const {
@@ -111,7 +111,7 @@ FeedForward::FeedForward(const WeightLoader& weights, const std::string& scope, 
 
 Tensor FeedForward::forward(const Tensor& x) const {
   const Tensor hidden = inner_.forward(norm_.input(x), activation_);
-  return norm_.output(outer_.project(hidden), outer_.bias(), x);
+  return norm_.output(outer_, hidden, x);
 }
 
 void FeedForward::describe(ops::PersistentDecoderLayer& layer) const {

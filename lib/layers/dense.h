@@ -24,6 +24,7 @@ class Dense {
 
   const Tensor& weight() const { return weight_; }  // [out, in]
   const Tensor& bias() const { return bias_; }      // [out]
+  const ops::PreparedWeight* prepared() const { return prepared_.get(); }
 
  private:
   Tensor weight_;
@@ -68,11 +69,13 @@ class SublayerNorm {
 
   // The sublayer's input: x (post-norm) or layer_norm(x) (pre-norm). x: [m, d].
   Tensor input(const Tensor& x) const { return placement_ == NormPlacement::Pre ? norm_.forward(x) : x; }
-  // The sublayer's output from its last projection without bias: layer_norm(projected + bias + residual)
-  // (post-norm) or residual + (projected + bias) (pre-norm). [m, d].
-  Tensor output(const Tensor& projected, const Tensor& bias, const Tensor& residual) const {
-    if (placement_ == NormPlacement::Pre) return ops::add_bias_residual(projected, bias, residual);
-    return ops::add_bias_residual_layer_norm(projected, bias, residual, norm_.weights());
+  // The sublayer's output from its last projection `dense` of `x`: layer_norm(x W^T + b + residual)
+  // (post-norm) or residual + (x W^T + b) (pre-norm, the sum folded into the product where the backend can:
+  // ops::matmul_bias_residual). [m, d].
+  Tensor output(const Dense& dense, const Tensor& x, const Tensor& residual) const {
+    if (placement_ == NormPlacement::Pre)
+      return ops::matmul_bias_residual(x, dense.weight(), dense.bias(), residual, dense.prepared());
+    return ops::add_bias_residual_layer_norm(dense.project(x), dense.bias(), residual, norm_.weights());
   }
   const LayerNorm& norm() const { return norm_; }
   NormPlacement placement() const { return placement_; }

@@ -23,7 +23,8 @@ Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tens
   return gated_activation(matmul(x, weight, options));
 }
 
-Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                            const PreparedWeight* prepared_b) {
   SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "matmul_bias_residual: x {} and weight {} are not [m, k] and [n, k]",
                  shape_string(x.shape()), shape_string(weight.shape()));
 #ifdef SEQTRANS_WITH_CUDA
@@ -36,7 +37,9 @@ Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor&
     if (cuda::fused_matmul_bias_residual(x, weight, bias, residual, out, cuda::current_stream())) return out;
   }
 #endif
-  return add_bias_residual(matmul(x, weight), bias, residual);
+  MatmulOptions options;
+  options.prepared_b = prepared_b;
+  return add_bias_residual(matmul(x, weight, options), bias, residual);
 }
 
 }  // namespace seqtrans::ops

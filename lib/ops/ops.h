@@ -50,8 +50,9 @@ Tensor gated_activation(const Tensor& gate_up);
 Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
 
 // add_bias_residual(matmul(x, weight), bias, residual): the same values, in one pass where the backend can
-// (as matmul_gated_activation).
-Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual);
+// (as matmul_gated_activation). `prepared_b`: the weight's prepared layout for the unfused product, if any.
+Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                            const PreparedWeight* prepared_b = nullptr);
 
 // Post-norm residual block end: layer_norm(x + bias + residual). x, residual: [m, d]; bias, gamma, beta: [d].
 struct LayerNormWeights {

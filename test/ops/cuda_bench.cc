@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/device.h"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/check.h"
@@ -262,6 +264,33 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
   std::printf("arena: %lld cudaMalloc calls, %.1f MiB reserved, peak %.1f MiB in use\n",
               static_cast<long long>(stats.cuda_malloc_calls), stats.bytes_reserved / 1048576.0,
               stats.peak_bytes_in_use / 1048576.0);
+}
+
+// A decoder step's products at a few rows, as graph nodes, each call on its own copy of the weight so that
+// the weights stream from memory as in a step (16 copies exceed L2): the small-rows kernels' share of the
+// memory bandwidth at the NLLB-600M and TinyLlama shapes.
+TEST_CASE("small-rows products at the decoder shapes", "[.][cuda_bench][small-rows]") {
+  if (std::getenv("SEQTRANS_CUDA_BENCH") == nullptr || !testing::gpu_available()) return;
+  struct ProductShape {
+    const char* name;
+    int64_t n, k;
+  };
+  const ProductShape shapes[] = {{"nllb qkv", 3072, 1024},       {"nllb out", 1024, 1024},
+                                 {"nllb ffn in", 4096, 1024},    {"nllb ffn out", 1024, 4096},
+                                 {"tinyllama qkv", 2560, 2048},  {"tinyllama out", 2048, 2048},
+                                 {"tinyllama gate+up", 11264, 2048}, {"tinyllama down", 2048, 5632}};
+  constexpr int kCopies = 16;
+  for (const ProductShape& shape : shapes) {
+    std::vector<Tensor> weights;
+    for (int i = 0; i < kCopies; ++i) weights.push_back(device_floats({shape.n, shape.k}, DataType::F16));
+    for (const int64_t rows : {1, 4}) {
+      const Tensor a = device_floats({rows, shape.k}, DataType::F16);
+      int call = 0;
+      const double time = graph_microseconds_per_call([&] { ops::matmul(a, weights[call++ % kCopies]); }, kCopies);
+      report(fmt::format("{} {} x {} x {}", shape.name, rows, shape.k, shape.n), time,
+             static_cast<double>(shape.n * shape.k * 2));
+    }
+  }
 }
 
 // The two ceilings `seqtrans bench` divides by (docs/BENCHMARKS.md, "Hardware ceilings"): a large cuBLAS
