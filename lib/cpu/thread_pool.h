@@ -22,7 +22,8 @@ class PartTask {
   void (*call_)(const void*, int);
 };
 
-// Threads the pool computes with, the caller included (at least 1).
+// Threads the pool computes with, the caller included (at least 1). The first call of any function here
+// starts the pool.
 int threads();
 // Sets them (threads >= 1; the default is the machine's cores). Also makes the BLAS library
 // single-threaded, which the pool relies on.
