@@ -59,8 +59,12 @@ bool PackedMatrix::use() const {
   if (packed()) return true;
   if (uses_.fetch_add(1, std::memory_order_relaxed) + 1 < kPackOnUse) return false;
   std::call_once(pack_once_, [this] {
-    write_f32_panels(source_);
+    {
+      const HostArenaScope scope(arena_.get());
+      write_f32_panels(source_);
+    }
     source_ = Tensor();  // the layer holds the plain weight; this reference is no longer needed
+    arena_ = HostArenaRef();
   });
   return true;
 }
@@ -69,6 +73,7 @@ std::shared_ptr<const PackedMatrix> pack_matrix_on_use(const Tensor& weight) {
   if (cpu_isa() == Isa::Portable) return nullptr;
   auto packed = std::make_shared<PackedMatrix>(ops::WeightFormat::Packed, weight.dim(0), weight.dim(1));
   packed->source_ = weight;
+  packed->arena_ = HostArenaRef(current_host_arena());
   return packed;
 }
 

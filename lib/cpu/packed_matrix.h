@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/host_arena.h"
 #include "core/tensor.h"
 #include "ops/prepared_weight.h"
 
@@ -65,8 +66,10 @@ class PackedMatrix : public ops::PreparedWeight {
 
   ops::WeightFormat format_;
   int64_t rows_, cols_;
-  // Packing on use: the plain weight until the panels are written from it, and the products counted.
+  // Packing on use: the plain weight until the panels are written from it, the arena they go to (that of
+  // the model's weights, if it loaded in one), and the products counted.
   mutable Tensor source_;
+  mutable HostArenaRef arena_;
   mutable std::atomic<int> uses_{0};
   mutable std::once_flag pack_once_;
   mutable std::atomic<bool> packed_{false};
