@@ -70,6 +70,9 @@ Translator::Translator(const TranslatorOptions& options) : options_(options) {
   validate(options_.batching);
   SEQTRANS_CHECK(options_.max_input_length >= 1, "--max-input-length must be at least 1");
   if (options_.cpu_threads > 0) ops::set_cpu_threads(options_.cpu_threads);
+  // Before the tokenizer and the weights load: the pool's start frees the core the BLAS library's threads
+  // poll until then.
+  if (options_.device == Device::CPU) ops::start_cpu_threads();
   Clock::time_point phase = Clock::now();
   const auto lap = [&phase](double& seconds) {
     seconds = seconds_since(phase);

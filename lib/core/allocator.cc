@@ -23,11 +23,12 @@ class HostAllocator : public Allocator {
 HostAllocator host_allocator;
 Allocator* cuda_allocator = nullptr;
 thread_local Allocator* thread_cuda_allocator = nullptr;
+thread_local Allocator* thread_host_allocator = nullptr;  // a HostArenaScope's arena
 
 }  // namespace
 
 Allocator& allocator_for(Device device) {
-  if (device == Device::CPU) return host_allocator;
+  if (device == Device::CPU) return thread_host_allocator != nullptr ? *thread_host_allocator : host_allocator;
   Allocator* allocator = thread_cuda_allocator != nullptr ? thread_cuda_allocator : cuda_allocator;
   SEQTRANS_CHECK(allocator != nullptr,
                  "no CUDA allocator for this thread (CUDA backend not initialized, or several GPUs and none "
@@ -43,9 +44,9 @@ Allocator* set_allocator(Device device, Allocator* allocator) {
 }
 
 Allocator* set_thread_allocator(Device device, Allocator* allocator) {
-  SEQTRANS_CHECK(device == Device::CUDA, "the host allocator cannot be replaced");
-  Allocator* previous = thread_cuda_allocator;
-  thread_cuda_allocator = allocator;
+  Allocator*& slot = device == Device::CPU ? thread_host_allocator : thread_cuda_allocator;
+  Allocator* previous = slot;
+  slot = allocator;
   return previous;
 }
 

@@ -26,7 +26,8 @@ Allocator& allocator_for(Device device);
 Allocator* set_allocator(Device device, Allocator* allocator);
 
 // The calling thread's allocator for `device` (with several GPUs, each engine thread computes on its
-// own); null falls back to the process-wide one. Returns the previous one.
+// own; on the host, a HostArenaScope's arena while a model loads); null falls back to the process-wide
+// one. Returns the previous one.
 Allocator* set_thread_allocator(Device device, Allocator* allocator);
 
 }  // namespace seqtrans

@@ -102,6 +102,20 @@ bool packed_matmul_exact(int64_t rows, int64_t cols, int64_t k) {
   return k <= kChainedK && !blas_small_path(rows, cols, k);
 }
 
+namespace {
+
+// Whether a product of m rows over `packed` [n, k], its columns in parts of `step_blocks` blocks, takes the
+// packed kernel on any part, counting it (PackedMatrix::use) if so: false while the panels are not written
+// (the plain path then gives the same bits). The widest part decides: a narrower one only meets OpenBLAS's
+// small-matrix rule sooner.
+bool reads_packed(const PackedMatrix& packed, int64_t m, int64_t n, int64_t k, int64_t step_blocks, bool invariant) {
+  const int64_t widest = std::min(n, step_blocks * kColumnBlock);
+  const bool wanted = invariant ? k <= kChainedK : packed_matmul_exact(m, widest, k);
+  return wanted && packed.use();
+}
+
+}  // namespace
+
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options) {
   const int m = blas_extent(a.dim(0), "m");
   const int k = blas_extent(a.dim(1), "k");
@@ -120,6 +134,11 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   if (packed != nullptr && packed->format() == ops::WeightFormat::Int8)
     return matmul_int8(a_values, m, k, *packed, c_values, n, {bias, options.activation});
   const Isa isa = cpu_isa();
+  const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+  const int64_t block_work = int64_t{m} * k * kColumnBlock;
+  const int64_t grain = std::max<int64_t>(1, kMinPartWork / block_work);
+  if (packed != nullptr && !reads_packed(*packed, m, n, k, parallel_for_step(blocks, grain), invariant))
+    packed = nullptr;
   const auto columns = [&](int64_t block_begin, int64_t block_end) {
     const int64_t begin = block_begin * kColumnBlock, end = std::min<int64_t>(n, block_end * kColumnBlock);
     // The packed kernel where it gives the plain path's bits; OpenBLAS on b itself elsewhere.
@@ -139,9 +158,7 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
     else
       add_bias_columns(c_values, m, n, begin, end, bias);
   };
-  const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
-  const int64_t block_work = int64_t{m} * k * kColumnBlock;
-  parallel_for(blocks, std::max<int64_t>(1, kMinPartWork / block_work), columns);
+  parallel_for(blocks, grain, columns);
 }
 
 }  // namespace seqtrans::cpu

@@ -39,6 +39,44 @@ PackedMatrix::PackedMatrix(ops::WeightFormat format, int64_t rows, int64_t cols)
 
 void PackedMatrix::AlignedFree::operator()(int8_t* p) const { std::free(p); }
 
+void PackedMatrix::write_f32_panels(const Tensor& weight) const {
+  const int64_t n = rows_, k = cols_;
+  const float* w = weight.data<float>();
+  f32_ = Tensor({panels(), k, kWidth}, DataType::F32);
+  float* out = f32_.data<float>();
+  // Panels over the threads (a model's weights are tens of megabytes, first touched here); row by row inside
+  // one: each weight row read once, front to back, its writes kWidth floats apart inside the panel.
+  parallel_for(panels(), std::max<int64_t>(1, kPackGrain / (k * kWidth)), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin * kWidth; row < end * kWidth; ++row) {
+      float* column = out + (row / kWidth) * k * kWidth + row % kWidth;
+      for (int64_t kk = 0; kk < k; ++kk) column[kk * kWidth] = row < n ? w[row * k + kk] : 0.0f;
+    }
+  });
+  packed_.store(true, std::memory_order_release);
+}
+
+bool PackedMatrix::use() const {
+  if (packed()) return true;
+  if (uses_.fetch_add(1, std::memory_order_relaxed) + 1 < kPackOnUse) return false;
+  std::call_once(pack_once_, [this] {
+    {
+      const HostArenaScope scope(arena_.get());
+      write_f32_panels(source_);
+    }
+    source_ = Tensor();  // the layer holds the plain weight; this reference is no longer needed
+    arena_ = HostArenaRef();
+  });
+  return true;
+}
+
+std::shared_ptr<const PackedMatrix> pack_matrix_on_use(const Tensor& weight) {
+  if (cpu_isa() == Isa::Portable) return nullptr;
+  auto packed = std::make_shared<PackedMatrix>(ops::WeightFormat::Packed, weight.dim(0), weight.dim(1));
+  packed->source_ = weight;
+  packed->arena_ = HostArenaRef(current_host_arena());
+  return packed;
+}
+
 std::shared_ptr<const PackedMatrix> pack_matrix(const Tensor& weight, ops::WeightFormat format) {
   SEQTRANS_CHECK(format == ops::WeightFormat::Packed || format == ops::WeightFormat::Int8,
                  "pack_matrix: {} weights are not packed on the CPU", ops::weight_format_name(format));
@@ -48,16 +86,7 @@ std::shared_ptr<const PackedMatrix> pack_matrix(const Tensor& weight, ops::Weigh
   const float* w = weight.data<float>();
   const int64_t panels = packed->panels();
   if (format == ops::WeightFormat::Packed) {
-    packed->f32_ = Tensor({panels, k, kWidth}, DataType::F32);
-    float* out = packed->f32_.data<float>();
-    // Panels over the threads (a model's weights are tens of megabytes, first touched here); row by row inside
-    // one: each weight row read once, front to back, its writes kWidth floats apart inside the panel.
-    parallel_for(panels, std::max<int64_t>(1, kPackGrain / (k * kWidth)), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin * kWidth; row < end * kWidth; ++row) {
-        float* column = out + (row / kWidth) * k * kWidth + row % kWidth;
-        for (int64_t kk = 0; kk < k; ++kk) column[kk * kWidth] = row < n ? w[row * k + kk] : 0.0f;
-      }
-    });
+    packed->write_f32_panels(weight);
     return packed;
   }
   const int64_t quads = packed->quads(), channels = panels * kWidth;
@@ -70,6 +99,7 @@ std::shared_ptr<const PackedMatrix> pack_matrix(const Tensor& weight, ops::Weigh
   parallel_for(n, std::max<int64_t>(1, kPackGrain / k), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) PackedMatrix::quantize_channel(w + row * k, k, row, *packed);
   });
+  packed->packed_.store(true, std::memory_order_release);
   return packed;
 }
 

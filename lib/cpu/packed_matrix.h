@@ -8,12 +8,20 @@
 // scale[j] = max |w[j, :]| / 127, q = round(w / scale) in [-127, 127]. A panel then holds k in quads (k padded
 // with zeros to a multiple of 4): [quads][kPanelWidth][4] int8, the 4 bytes of a channel's quad together, as
 // the int8 dot-product instructions (vpdpbusd, vpmaddubsw) read them.
+//
+// The fp32 panels of a model's weights are written on use (pack_matrix_on_use), not at load: a product
+// that finds them missing runs on the plain weight, whose bits the packed kernel gives wherever
+// cpu::matmul takes it, so a weight is packed once kPackOnUse products would have read it. A one-line
+// translate then packs the weights its decoder steps read, not the encoder's (one pass).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "core/host_arena.h"
 #include "core/tensor.h"
 #include "ops/prepared_weight.h"
 
@@ -22,6 +30,8 @@ namespace seqtrans::cpu {
 class PackedMatrix : public ops::PreparedWeight {
  public:
   static constexpr int64_t kPanelWidth = 16;
+  // A matrix packed on use writes its panels on the kPackOnUse-th product that would read them.
+  static constexpr int kPackOnUse = 2;
 
   PackedMatrix(ops::WeightFormat format, int64_t rows, int64_t cols);
 
@@ -29,6 +39,13 @@ class PackedMatrix : public ops::PreparedWeight {
   int64_t rows() const override { return rows_; }
   int64_t cols() const override { return cols_; }
   int64_t panels() const { return (rows_ + kPanelWidth - 1) / kPanelWidth; }
+
+  // Whether the panels are there (a matrix packed on use: once use() said so; any other: always).
+  bool packed() const { return packed_.load(std::memory_order_acquire); }
+  // Counts a product that would read the panels, and writes them if this is the kPackOnUse-th: true when
+  // they are there. Called from the product's own thread, never inside a part of the pool (the panels are
+  // written over it). Logically const: the products' bits are the same either way.
+  bool use() const;
 
   // WeightFormat::Packed: panel p, [cols][kPanelWidth] floats.
   const float* f32_panel(int64_t p) const { return f32_.data<float>() + p * cols_ * kPanelWidth; }
@@ -42,11 +59,21 @@ class PackedMatrix : public ops::PreparedWeight {
 
  private:
   friend std::shared_ptr<const PackedMatrix> pack_matrix(const Tensor& weight, ops::WeightFormat format);
+  friend std::shared_ptr<const PackedMatrix> pack_matrix_on_use(const Tensor& weight);
   static void quantize_channel(const float* w_row, int64_t k, int64_t row, PackedMatrix& packed);
+  // Writes f32_ from `weight` (const: packing on use writes the mutable panels of a const matrix).
+  void write_f32_panels(const Tensor& weight) const;
 
   ops::WeightFormat format_;
   int64_t rows_, cols_;
-  Tensor f32_;  // [panels, cols, kPanelWidth]
+  // Packing on use: the plain weight until the panels are written from it, the arena they go to (that of
+  // the model's weights, if it loaded in one), and the products counted.
+  mutable Tensor source_;
+  mutable HostArenaRef arena_;
+  mutable std::atomic<int> uses_{0};
+  mutable std::once_flag pack_once_;
+  mutable std::atomic<bool> packed_{false};
+  mutable Tensor f32_;  // [panels, cols, kPanelWidth]
   struct AlignedFree {
     void operator()(int8_t* p) const;
   };
@@ -58,8 +85,11 @@ class PackedMatrix : public ops::PreparedWeight {
   std::vector<int32_t> sums_;
 };
 
-// `weight` [n, k] fp32 on the CPU in `format` (Packed or Int8); null where the CPU has no kernels for it
-// (no AVX2).
+// `weight` [n, k] fp32 on the CPU in `format` (Packed or Int8), packed now; null where the CPU has no
+// kernels for it (no AVX2).
 std::shared_ptr<const PackedMatrix> pack_matrix(const Tensor& weight, ops::WeightFormat format);
+// `weight` in WeightFormat::Packed, its panels written on use (PackedMatrix::use); it keeps `weight`'s
+// storage until then. Null without AVX2.
+std::shared_ptr<const PackedMatrix> pack_matrix_on_use(const Tensor& weight);
 
 }  // namespace seqtrans::cpu

@@ -19,6 +19,11 @@
 // The library's own setter, found by CMake (its header may not be the cblas.h we include).
 extern "C" void SEQTRANS_BLAS_THREADS(int threads);
 #endif
+#ifdef SEQTRANS_BLAS_THREAD_SHUTDOWN
+// OpenBLAS's end to its server threads (exported, not in its headers). A later multi-threaded call of the
+// library's would start them again; with one thread it makes none.
+extern "C" int SEQTRANS_BLAS_THREAD_SHUTDOWN(void);
+#endif
 
 namespace seqtrans::cpu {
 namespace {
@@ -46,12 +51,23 @@ bool spin_until(const Ready& ready) {
   }
 }
 
+// The BLAS library runs inside the pool's parts, on one thread. OpenBLAS started its own server threads
+// when it loaded, and one thread set leaves them polling a core with sched_yield until ~2^28 cycles after
+// their last job (0.1 s: a one-line translate's whole run, on a 2-core machine half its CPU): they are
+// ended here, where the library has the call.
+void make_blas_single_threaded() {
+#ifdef SEQTRANS_BLAS_THREADS
+  SEQTRANS_BLAS_THREADS(1);
+#endif
+#ifdef SEQTRANS_BLAS_THREAD_SHUTDOWN
+  SEQTRANS_BLAS_THREAD_SHUTDOWN();
+#endif
+}
+
 class Pool {
  public:
   explicit Pool(int threads) {
-#ifdef SEQTRANS_BLAS_THREADS
-    SEQTRANS_BLAS_THREADS(1);
-#endif
+    make_blas_single_threaded();
     start(threads);
   }
   ~Pool() { stop(); }

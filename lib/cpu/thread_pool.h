@@ -22,7 +22,8 @@ class PartTask {
   void (*call_)(const void*, int);
 };
 
-// Threads the pool computes with, the caller included (at least 1).
+// Threads the pool computes with, the caller included (at least 1). The first call of any function here
+// starts the pool.
 int threads();
 // Sets them (threads >= 1; the default is the machine's cores). Also makes the BLAS library
 // single-threaded, which the pool relies on.
@@ -32,15 +33,26 @@ void set_threads(int threads);
 // that finds the pool busy (another engine's op) runs its parts alone.
 void run_parts(int parts, const PartTask& task);
 
+// How many ranges parallel_for splits [0, count) into (count >= 1).
+inline int64_t parallel_for_parts(int64_t count, int64_t grain, int max_parts = 0) {
+  const int limit = max_parts > 0 ? max_parts : 2 * threads();
+  return std::max<int64_t>(1, std::min<int64_t>(limit, count / std::max<int64_t>(1, grain)));
+}
+
+// The length of parallel_for's ranges but the last (which may be shorter): the longest.
+inline int64_t parallel_for_step(int64_t count, int64_t grain, int max_parts = 0) {
+  const int64_t parts = parallel_for_parts(count, grain, max_parts);
+  return (count + parts - 1) / parts;
+}
+
 // body(begin, end) over contiguous ranges covering [0, count), each at least `grain` long (the last may be
 // shorter), at most `max_parts` of them (0 = twice the threads: a late worker leaves less to wait for).
 template <class Body>
 void parallel_for(int64_t count, int64_t grain, const Body& body, int max_parts = 0) {
   if (count <= 0) return;
-  const int limit = max_parts > 0 ? max_parts : 2 * threads();
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(limit, count / std::max<int64_t>(1, grain)));
+  const int64_t parts = parallel_for_parts(count, grain, max_parts);
   if (parts == 1) return body(int64_t{0}, count);
-  const int64_t step = (count + parts - 1) / parts;
+  const int64_t step = parallel_for_step(count, grain, max_parts);
   const auto part_body = [&](int part) {
     const int64_t begin = part * step, end = std::min(count, begin + step);
     if (begin < end) body(begin, end);

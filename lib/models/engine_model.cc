@@ -1,5 +1,6 @@
 #include "models/engine_model.h"
 
+#include "core/host_arena.h"
 #include "models/decoder_only_model.h"
 #include "models/encoder_decoder_model.h"
 
@@ -14,6 +15,10 @@ WeightFormats weight_formats(const ModelOptions& options) {
 }
 
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options) {
+  // A CPU model's weights come from an arena of huge pages (core/host_arena.h), which their tensors keep
+  // for as long as they live.
+  const HostArenaRef arena = options.device == Device::CPU ? HostArena::open() : HostArenaRef();
+  const HostArenaScope weights(arena.get());
   if (file.config().kind == ModelKind::DecoderOnly) return std::make_unique<DecoderOnlyModel>(file, options);
   return std::make_unique<EncoderDecoderModel>(file, options);
 }

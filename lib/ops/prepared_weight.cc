@@ -18,6 +18,8 @@ std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, Weigh
   check_rank("prepare_weight", "weight", weight, 2);
   if (format == WeightFormat::Plain || weight.device() != Device::CPU) return nullptr;
   check_dtype("prepare_weight", "weight", weight, DataType::F32);
+  // fp32 panels wait for the products that read them; int8 has no plain path to fall back on.
+  if (format == WeightFormat::Packed) return cpu::pack_matrix_on_use(weight);
   return cpu::pack_matrix(weight, format);
 }
 

@@ -28,7 +28,8 @@ class PreparedWeight {
 };
 
 // `weight` [n, k] in `format` for its device; null where the device reads the plain tensor (CUDA, the
-// Plain format, a CPU whose vector sets have no packed kernels).
+// Plain format, a CPU whose vector sets have no packed kernels). The CPU's Packed panels are written by
+// the products that read them (cpu/packed_matrix.h): the products read `weight` until then.
 std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, WeightFormat format);
 
 }  // namespace seqtrans::ops

@@ -19,6 +19,8 @@ bool cpu_threads_settable() { return true; }
 
 void set_cpu_threads(int threads) { cpu::set_threads(threads); }
 
+void start_cpu_threads() { cpu::threads(); }
+
 size_t available_host_memory() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;

@@ -32,6 +32,9 @@ void select_device(Device device, int device_index);
 bool cpu_threads_settable();
 // Threads for the CPU backend's ops (threads >= 1), the calling thread included.
 void set_cpu_threads(int threads);
+// Starts the CPU backend's pool (with its default threads unless set) now rather than at the first op:
+// the start ends the BLAS library's own threads, which poll a core until then (cpu/thread_pool.cc).
+void start_cpu_threads();
 
 struct DeviceMemory {
   int64_t reservations = 0;   // device allocations made (cudaMalloc calls)

@@ -12,8 +12,8 @@ namespace {
 
 constexpr std::string_view word_boundary = "\xE2\x96\x81";  // "▁", SentencePiece's space marker
 
-std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& serialized,
-                                                                const char* side) {
+std::shared_ptr<const sentencepiece::SentencePieceProcessor> load_spm(const std::string& serialized,
+                                                                      const char* side) {
   SEQTRANS_CHECK(!serialized.empty(), "tokenizer: the {} SentencePiece model is empty", side);
   auto spm = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = spm->LoadFromSerializedProto(serialized);
@@ -65,7 +65,7 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
 
 SentencePieceTokenizer::SentencePieceTokenizer(const TokenizerSpec& spec)
     : source_spm_(load_spm(spec.source_spm, "source")),
-      target_spm_(load_spm(spec.target_spm, "target")),
+      target_spm_(spec.target_spm == spec.source_spm ? source_spm_ : load_spm(spec.target_spm, "target")),
       source_vocab_(make_vocabulary(spec.source_vocab, *source_spm_, spec.special_ids.unk)),
       target_vocab_(make_vocabulary(spec.target_vocab, *target_spm_, spec.special_ids.unk)),
       special_ids_(spec.special_ids) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "core/batch_invariance.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/isa.h"
 #include "cpu/packed_gemm.h"
@@ -77,12 +78,15 @@ TEST_CASE("packed fp32 products are one fused multiply-add chain per element, in
   }
 }
 
-TEST_CASE("matmul with a packed weight gives the plain path's bits on every shape", "[ops]") {
-  // Shapes where the packed kernel computes, and where OpenBLAS still does (its small-matrix kernels: few
-  // rows and columns; k past its first block), split over threads by columns either way.
-  for (int64_t m : {1, 2, 4, 5, 9, 64, 256})
-    for (int64_t n : {16, 256, 768, 8000})
-      for (int64_t k : {32, 256, 1024}) {
+namespace {
+
+// The products of a prepared weight give the plain path's bits before its panels are written (it packs on
+// use), on the product that writes them, and after.
+void check_prepared_products(const std::vector<int64_t>& row_counts, const std::vector<int64_t>& widths,
+                             const std::vector<int64_t>& depths) {
+  for (int64_t m : row_counts)
+    for (int64_t n : widths)
+      for (int64_t k : depths) {
         const Tensor a = testing::random_floats({m, k}), w = testing::random_floats({n, k});
         const Tensor bias = testing::random_floats({n});
         const auto packed = ops::prepare_weight(w, ops::WeightFormat::Packed);
@@ -91,10 +95,48 @@ TEST_CASE("matmul with a packed weight gives the plain path's bits on every shap
         options.activation = Activation::Swish;
         const Tensor plain = ops::matmul(a, w, options);
         options.prepared_b = packed.get();
-        const Tensor prepared = ops::matmul(a, w, options);
-        INFO("m " << m << " n " << n << " k " << k << " packed kernel " << cpu::packed_matmul_exact(m, n, k));
-        CHECK(differing_floats(prepared.to_float_vector(), plain.to_float_vector()) == 0);
+        for (int use = 1; use <= cpu::PackedMatrix::kPackOnUse + 1; ++use) {
+          const Tensor prepared = ops::matmul(a, w, options);
+          const auto* matrix = static_cast<const cpu::PackedMatrix*>(packed.get());
+          INFO("m " << m << " n " << n << " k " << k << " packed kernel " << cpu::packed_matmul_exact(m, n, k)
+                    << " use " << use << " panels written " << (matrix != nullptr && matrix->packed()));
+          CHECK(differing_floats(prepared.to_float_vector(), plain.to_float_vector()) == 0);
+        }
       }
+}
+
+}  // namespace
+
+TEST_CASE("matmul with a packed weight gives the plain path's bits on every shape", "[ops]") {
+  // Shapes where the packed kernel computes, and where OpenBLAS still does (its small-matrix kernels: few
+  // rows and columns; k past its first block), split over threads by columns either way.
+  check_prepared_products({1, 2, 4, 5, 9, 64, 256}, {16, 256, 768, 8000}, {32, 256, 1024});
+}
+
+TEST_CASE("in batch-invariant mode too, a packed weight gives the plain path's bits", "[ops][batch-invariance]") {
+  const BatchInvariantScope invariant(true);
+  check_prepared_products({1, 2, 3, 7, 64}, {16, 256, 1024}, {32, 256, 512});
+}
+
+TEST_CASE("a packed weight writes its panels on the kPackOnUse-th product that reads them", "[ops]") {
+  if (cpu::cpu_isa() == cpu::Isa::Portable) return;  // no packed kernels on this CPU
+  const auto count_until_packed = [](const Tensor& w) {
+    const Tensor a = testing::random_floats({64, w.dim(1)});
+    const auto packed = ops::prepare_weight(w, ops::WeightFormat::Packed);
+    const auto& matrix = static_cast<const cpu::PackedMatrix&>(*packed);
+    ops::MatmulOptions options;
+    options.prepared_b = packed.get();
+    int products = 0;
+    while (!matrix.packed() && products < 10) {
+      ops::matmul(a, w, options);
+      ++products;
+    }
+    return products;
+  };
+  // 64 rows over k = 256 take the packed kernel; over k = 1024 they never do (OpenBLAS sums past its first
+  // block of k), so those panels are never written.
+  CHECK(count_until_packed(testing::random_floats({768, 256})) == cpu::PackedMatrix::kPackOnUse);
+  CHECK(count_until_packed(testing::random_floats({256, 1024})) == 10);
 }
 
 TEST_CASE("matmul refuses a prepared weight of another shape", "[ops]") {
