@@ -191,7 +191,7 @@ void DecoderOnlyModel::prefill_pass(DecoderOnlyState& state, int64_t tokens) con
     Tensor history = device == Device::CPU ? host_table : host_table.to(device);
     const Tensor pass_positions = ids_tensor(positions, device), pass_lengths = ids_tensor(key_lengths, device);
     const Tensor pass_blocks = ids_tensor(blocks, device), pass_rows = ids_tensor(table_rows, device);
-    const CausalPass pass{pass_positions, pass_lengths, pass_blocks, history, &pass_rows, &rotary_};
+    const CausalPass pass{pass_positions, pass_lengths, pass_blocks, history, &pass_rows, &rotary_, {}};
     Tensor x = ops::gather_rows(embedding_, ids_tensor(ids, device));
     for (size_t layer = 0; layer < layers_.size(); ++layer)
       x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass,
@@ -269,7 +269,7 @@ Tensor DecoderOnlyModel::decode(DecoderOnlyState& state, int64_t rows) const {
   Tensor& history = state.rows.history();
   Tensor reordered({rows, state.rows.capacity()}, DataType::I32, options_.device);
   ops::copy_row_prefixes(history, &reorder, positions, reordered);
-  const CausalPass pass{positions, key_lengths, cache_rows, reordered, nullptr, &rotary_};
+  const CausalPass pass{positions, key_lengths, cache_rows, reordered, nullptr, &rotary_, {}};
   Tensor x = ops::gather_rows(embedding_, ids);
   for (size_t layer = 0; layer < layers_.size(); ++layer)
     x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass);
