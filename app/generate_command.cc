@@ -1,6 +1,6 @@
 #include "generate_command.h"
 
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "prompt_text.h"
 #include "translate_command.h"
 

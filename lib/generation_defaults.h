@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "models/model_config.h"
+#include "format/model_config.h"
 #include "search/options.h"
 
 namespace seqtrans {

@@ -7,7 +7,7 @@
 
 #include "batching/options.h"
 #include "core/dtype.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 
 namespace seqtrans {
 

@@ -12,7 +12,7 @@
 #include "memory_budget.h"
 #include "models/encoder_decoder_model.h"
 #include "ops/runtime.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "search/search.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"

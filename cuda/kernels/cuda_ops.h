@@ -5,7 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ops/ops.h"
+#include "ops/op_types.h"
 
 namespace seqtrans::cuda {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "models/model_config.h"
+#include "format/model_config.h"
 
 namespace seqtrans::bench {
 

@@ -8,7 +8,7 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 
 namespace seqtrans::bench {
 

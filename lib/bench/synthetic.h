@@ -15,7 +15,7 @@
 #include "bench/memory.h"
 #include "core/device.h"
 #include "core/dtype.h"
-#include "models/model_config.h"
+#include "format/model_config.h"
 
 namespace seqtrans::bench {
 

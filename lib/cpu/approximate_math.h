@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "cpu/isa.h"
-#include "ops/ops.h"
+#include "ops/op_types.h"
 
 namespace seqtrans::cpu {
 

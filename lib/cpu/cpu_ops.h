@@ -2,7 +2,7 @@
 // Shapes are checked by the front ends in lib/ops; these assume valid, contiguous inputs.
 #pragma once
 
-#include "ops/ops.h"
+#include "ops/op_types.h"
 
 namespace seqtrans::cpu {
 

@@ -6,7 +6,7 @@
 
 #include "cpu/isa.h"
 #include "cpu/packed_matrix.h"
-#include "ops/ops.h"
+#include "ops/op_types.h"
 
 namespace seqtrans::cpu {
 

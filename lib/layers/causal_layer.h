@@ -6,7 +6,7 @@
 #include <string>
 
 #include "layers/weights.h"
-#include "models/model_config.h"
+#include "format/model_config.h"
 #include "ops/ops.h"
 
 namespace seqtrans {

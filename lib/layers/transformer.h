@@ -6,7 +6,7 @@
 #include <string>
 
 #include "layers/attention.h"
-#include "models/model_config.h"
+#include "format/model_config.h"
 
 namespace seqtrans {
 

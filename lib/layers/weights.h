@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/tensor.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "ops/prepared_weight.h"
 
 namespace seqtrans {

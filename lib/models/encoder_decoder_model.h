@@ -6,7 +6,7 @@
 
 #include "layers/transformer.h"
 #include "models/pooled_model.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "models/output_head.h"
 #include "models/step_runner.h"
 #include "search/step_model.h"

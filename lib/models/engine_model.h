@@ -7,7 +7,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "models/engine_tuning.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "models/step_runner.h"
 #include "search/step_model.h"
 

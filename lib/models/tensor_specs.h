@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "models/model_config.h"
-#include "models/model_file.h"
+#include "format/model_config.h"
+#include "format/model_file.h"
 
 namespace seqtrans {
 

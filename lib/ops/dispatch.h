@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "cpu/cpu_ops.h"
+#include "ops/ops.h"  // the front ends each op file defines
 
 #ifdef SEQTRANS_WITH_CUDA
 #include "cuda/kernels/cuda_ops.h"

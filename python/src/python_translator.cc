@@ -3,7 +3,7 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "translate_command.h"
 
 namespace seqtrans::python {

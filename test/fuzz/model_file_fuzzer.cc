@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "fuzz/fuzz_check.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "fuzz/fuzz_check.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "text/sentencepiece_tokenizer.h"
 #include "translator.h"
 

@@ -83,7 +83,9 @@ TEST_CASE("CPU kernels at the decoder's shapes", "[.][cpu_bench]") {
   }
 
   // Attention, one thread's rows: cross-attention (38 keys) and a self-attention step (16 keys).
-  for (const auto& [key_len, heads, head_dim] : std::vector<std::array<int64_t, 3>>{{38, 8, 32}, {16, 8, 32}, {38, 4, 64}}) {
+  // Named copies rather than structured bindings, which the lambdas below could not capture before C++20.
+  for (const std::array<int64_t, 3>& shape : std::vector<std::array<int64_t, 3>>{{38, 8, 32}, {16, 8, 32}, {38, 4, 64}}) {
+    const int64_t key_len = shape[0], heads = shape[1], head_dim = shape[2];
     const int64_t rows = 256, width = heads * head_dim;
     const Tensor query = testing::random_floats({rows, width}), keys = testing::random_floats({64 * key_len, width});
     const Tensor values = testing::random_floats({64 * key_len, width});

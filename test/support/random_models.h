@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "models/model_file.h"
+#include "format/model_file.h"
 
 namespace seqtrans::testing {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "search/search.h"
 #include "support/golden.h"
 

@@ -7,7 +7,7 @@
 
 #include "catch.h"
 #include "models/encoder_decoder_model.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "models/tensor_specs.h"
 #include "support/model_builder.h"
 

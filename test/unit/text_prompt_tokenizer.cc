@@ -11,7 +11,7 @@
 
 #include "catch.h"
 #include "core/error.h"
-#include "models/model_file.h"
+#include "format/model_file.h"
 #include "translator.h"
 
 namespace seqtrans {

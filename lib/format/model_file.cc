@@ -1,4 +1,4 @@
-#include "models/model_file.h"
+#include "format/model_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/tensor.h"
-#include "models/model_config.h"
+#include "format/model_config.h"
 
 namespace seqtrans {
 

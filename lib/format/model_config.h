@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/ops.h"
+#include "ops/op_types.h"
 
 namespace seqtrans {
 
