@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/prepared_weight.h"
 
 namespace seqtrans {
 namespace {
@@ -84,6 +85,11 @@ DevicePlan resolve_settings(const TextSettings& text, TranslatorOptions& options
   options.model.int8_weights = text.precision == "int8";
   SEQTRANS_CHECK(!options.model.int8_weights || options.device == Device::CPU,
                  "--precision int8 runs on the CPU (--device cpu); a GPU computes in fp16 or fp32");
+  // Without int8 kernels the products would read the fp32 weights: a user asking for int8 would get fp32's
+  // speed and results without a word.
+  SEQTRANS_CHECK(!options.model.int8_weights || ops::weight_format_available(ops::WeightFormat::Int8, Device::CPU),
+                 "--precision int8 needs a CPU with AVX2 (this one runs the portable kernels only); use --precision "
+                 "fp32");
 
   SEQTRANS_CHECK(text.batching == "iteration" || text.batching == "shrinking",
                  "--batching: '{}' is not iteration or shrinking", text.batching);

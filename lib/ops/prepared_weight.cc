@@ -1,5 +1,6 @@
 #include "ops/prepared_weight.h"
 
+#include "cpu/isa.h"
 #include "cpu/packed_matrix.h"
 #include "ops/dispatch.h"
 
@@ -21,6 +22,11 @@ std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, Weigh
   // fp32 panels wait for the products that read them; int8 has no plain path to fall back on.
   if (format == WeightFormat::Packed) return cpu::pack_matrix_on_use(weight);
   return cpu::pack_matrix(weight, format);
+}
+
+bool weight_format_available(WeightFormat format, Device device) {
+  if (format == WeightFormat::Plain) return true;
+  return device == Device::CPU && cpu::cpu_isa() != cpu::Isa::Portable;
 }
 
 }  // namespace seqtrans::ops

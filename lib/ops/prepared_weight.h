@@ -32,4 +32,8 @@ class PreparedWeight {
 // the products that read them (cpu/packed_matrix.h): the products read `weight` until then.
 std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, WeightFormat format);
 
+// Whether this machine's `device` has kernels that read weights in `format`: plain everywhere; packed and
+// int8 on a CPU with AVX2 (prepare_weight returns none elsewhere, and the products read the plain weight).
+bool weight_format_available(WeightFormat format, Device device);
+
 }  // namespace seqtrans::ops

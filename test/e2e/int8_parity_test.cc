@@ -10,6 +10,7 @@
 #include "cpu/isa.h"
 #include "models/encoder_decoder_model.h"
 #include "support/golden.h"
+#include "support/process.h"
 #include "support/search_runs.h"
 
 using namespace seqtrans;
@@ -34,4 +35,23 @@ TEST_CASE("CPU int8 gives fp32's tokens on most golden inputs of the bundled mod
                              identical, sources.size(), 100.0 * identical / sources.size());
     CHECK(identical >= sources.size() * 55 / 100);
   }
+}
+
+TEST_CASE("translate --precision int8 on a CPU without int8 kernels is refused in one line", "[e2e][int8][cli]") {
+  // SEQTRANS_CPU_ISA=portable narrows this CPU to the kernels of one without AVX2.
+  const ProcessResult refused =
+      run_process({"/usr/bin/env", "SEQTRANS_CPU_ISA=portable", seqtrans_binary(), "translate", "--device", "cpu",
+                   "--precision", "int8", "-m", std::string(SEQTRANS_SOURCE_DIR) + "/models/opus-demo-en-de.seqtrans"},
+                  "A dog runs.\n");
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.out.empty());
+  CHECK(refused.err.find("--precision int8 needs a CPU with AVX2") != std::string::npos);
+  CHECK(count_lines(refused.err) == 1);
+  if (cpu::cpu_isa() == cpu::Isa::Portable) return;
+  const ProcessResult accepted =
+      run_process({seqtrans_binary(), "translate", "--device", "cpu", "--precision", "int8", "--quiet", "-m",
+                   std::string(SEQTRANS_SOURCE_DIR) + "/models/opus-demo-en-de.seqtrans"},
+                  "A dog runs.\n");
+  CHECK(accepted.exit_code == 0);
+  CHECK(count_lines(accepted.out) == 1);
 }
