@@ -11,7 +11,8 @@
 // - decode (the fallback for few queries: unaligned rows, head size past 512 fp16 / 256 fp32): one block per
 //   (query, head, batch row); groups of lanes compute one key's score, the block normalizes the scores in
 //   shared memory, then (key partition, column) threads accumulate values and reduce across partitions;
-// - tiled (many queries, the encoder): one block per 16 queries of a (head, batch row); 32-key tiles of
+// - tiled (many queries, the encoder; fp16 of head size 64 goes to tensor cores instead,
+//   attention_tensor_cores.cu): one block per 16 queries of a (head, batch row); 32-key tiles of
 //   keys and values staged in shared memory (fp32, odd row stride), one key per lane, 4 queries per warp,
 //   online softmax per query (flash style).
 // Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
@@ -21,7 +22,10 @@
 // it, with a key span), read once per unit (all kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key (decode kernels
 // only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the key (rank 2) or all
 // of the row's keys (rank 1): a kernel cannot throw.
+#include <type_traits>
+
 #include "core/batch_invariance.h"
+#include "cuda/kernels/attention_arguments.cuh"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 
@@ -44,38 +48,6 @@ constexpr int kWarpDecodeLoads = 4;
 // Blocks per multiprocessor the register allocation must allow (64 registers a thread): measured on the
 // H200 at 512 slots, fp16 took 72 registers uncapped and ran 10-15% slower.
 constexpr int kWarpDecodeMinBlocks = 8;
-
-struct AttentionArguments {
-  int query_len;
-  int key_capacity;  // keys per row: keys.dim(1), the width of a per-key table, or the key span
-  int key_block;     // positions per batch row of keys (keys.dim(1)): per-key key j sits at j % key_block
-  int key_block_mask;  // key_block - 1 when it is a power of two (a mask replaces the division), else -1
-  int key_batch;  // batch rows of keys and values (differs from the query's with key_rows)
-  int width;      // of a query (and output) row
-  int key_width;  // of a key (and value) row: kv heads * head_dim
-  int group;      // query heads per kv head
-  int head_dim;
-  float scale;
-};
-
-// A query row's keys when they are not per key: batch row key_rows[b] (rank 1) or b (none), and at most
-// as many keys as remain in keys from that row on (a key span runs on past its batch row); a row outside
-// keys' batch extent reads none.
-__device__ __forceinline__ int resolve_key_row(const int32_t* __restrict__ key_rows, int b,
-                                               const AttentionArguments& args, int& key_len) {
-  if (key_rows == nullptr) return b;
-  const int key_row = key_rows[b];
-  if (key_row < 0 || key_row >= args.key_batch)
-    key_len = 0;  // no key to read: a zero row
-  else
-    key_len = min(key_len, (args.key_batch - key_row) * args.key_block);
-  return key_row;
-}
-
-// Position of key j in its block.
-__device__ __forceinline__ int block_offset(int j, const AttentionArguments& args) {
-  return args.key_block_mask >= 0 ? (j & args.key_block_mask) : j % args.key_block;
-}
 
 // kPerKey: key_rows is [b, key_capacity] (a block of keys per key); otherwise it is [b] or null (row b).
 template <typename T, int N, bool kPerKey>
@@ -637,10 +609,29 @@ void launch_tiled(const AttentionOperands& x, const AttentionArguments& args, cu
   launch_tiled_with<T, kChannels, 1>(x, args, stream);
 }
 
+// The tensor-core kernel's operands; query_tiles null: by batch row.
+TensorCoreAttention tensor_core_operands(const AttentionOperands& x, const AttentionArguments& args,
+                                         const Tensor* query_tiles) {
+  return TensorCoreAttention{x.query.data<__half>(),
+                             x.keys.data<__half>(),
+                             x.values.data<__half>(),
+                             x.key_lengths.data<int32_t>(),
+                             key_rows_data(x),
+                             query_tiles != nullptr ? query_tiles->data<int32_t>() : nullptr,
+                             x.out.data<__half>(),
+                             static_cast<int>(x.query.dim(0)),
+                             static_cast<int>(x.query.dim(2) / args.head_dim),
+                             query_tiles != nullptr ? static_cast<int>(query_tiles->dim(0)) : 0,
+                             per_key_rows(x)};
+}
+
 template <typename T>
 void launch_attention(const AttentionOperands& x, const AttentionArguments& args, cudaStream_t stream) {
   // A row per key (rank-2 key_rows) exists in the decode kernel only.
   if (args.query_len >= kTiledMinQueries && args.head_dim <= kTiledMaxHeadDim && !per_key_rows(x)) {
+    if constexpr (std::is_same_v<T, __half>) {
+      if (launch_attention_tensor_cores(tensor_core_operands(x, args, nullptr), args, stream)) return;
+    }
     if (args.head_dim <= 32) return launch_tiled<T, 1>(x, args, stream);
     if (args.head_dim <= 64) return launch_tiled<T, 2>(x, args, stream);
     if (args.head_dim <= 128) return launch_tiled<T, 4>(x, args, stream);
@@ -657,6 +648,43 @@ void launch_attention(const AttentionOperands& x, const AttentionArguments& args
   }
   if (vectorized) return launch_decode<T, kWidth>(x, args, stream);
   launch_decode<T, 1>(x, args, stream);
+}
+
+AttentionArguments attention_arguments(const Tensor& query, const Tensor& keys, const ops::AttentionOptions& options) {
+  const Tensor* key_rows = options.key_rows;
+  AttentionArguments args;
+  args.query_len = static_cast<int>(query.dim(1));
+  const bool per_key = key_rows != nullptr && key_rows->rank() == 2;
+  args.key_capacity =
+      static_cast<int>(per_key ? key_rows->dim(1) : options.key_span > 0 ? options.key_span : keys.dim(1));
+  args.key_block = static_cast<int>(keys.dim(1));
+  args.key_block_mask = (args.key_block & (args.key_block - 1)) == 0 ? args.key_block - 1 : -1;
+  args.key_batch = static_cast<int>(keys.dim(0));
+  args.width = static_cast<int>(query.dim(2));
+  args.key_width = static_cast<int>(keys.dim(2));
+  args.group = options.num_kv_heads == 0 ? 1 : options.num_heads / options.num_kv_heads;
+  args.head_dim = static_cast<int>(query.dim(2) / options.num_heads);
+  args.scale = options.scale;
+  return args;
+}
+
+// Rows of their own in tiles that share their keys (AttentionOptions::query_tiles), fp16, on tensor cores;
+// false where the kernel does not apply (the caller then runs the rows one by one).
+bool attention_by_tiles(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
+                        const ops::AttentionOptions& options, Tensor& out, cudaStream_t stream) {
+  const Tensor& tiles = *options.query_tiles;
+  check_on_device("attention", "query_tiles", tiles);
+  SEQTRANS_CHECK(tiles.dtype() == DataType::I32 && tiles.rank() == 2 && tiles.dim(1) == 2,
+                 "attention: query_tiles {} {} is not [tiles, 2] int32", dtype_name(tiles.dtype()),
+                 shape_string(tiles.shape()));
+  if (tiles.dim(0) == 0) return false;
+  const cudaDeviceProp& properties = context().properties;
+  if (tiles.dim(0) > properties.maxGridSize[0] || options.num_heads > properties.maxGridSize[1] ||
+      query.dim(0) > INT32_MAX || keys.dim(0) * keys.dim(1) > INT32_MAX)
+    return false;
+  const AttentionArguments args = attention_arguments(query, keys, options);
+  const AttentionOperands operands{query, keys, values, key_lengths, options.key_rows, out};
+  return launch_attention_tensor_cores(tensor_core_operands(operands, args, &tiles), args, stream);
 }
 
 }  // namespace
@@ -680,6 +708,9 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
   const int64_t batch = query.dim(0), query_len = query.dim(1), width = query.dim(2);
   if (batch == 0 || query_len == 0 || width == 0) return;
   const cudaDeviceProp& properties = context().properties;
+  if (options.query_tiles != nullptr && query_len == 1 && query.dtype() == DataType::F16 &&
+      attention_by_tiles(query, keys, values, key_lengths, options, out, stream))
+    return;
   // The decode and tiled kernels take the batch as their grid's z extent (65,535 on these GPUs): a larger
   // batch runs in slices of query rows, each slice with the keys it reads (all of them when key_rows
   // addresses the keys).
@@ -688,6 +719,7 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
     for (int64_t begin = 0; begin < batch; begin += batch_slice) {
       const int64_t end = std::min(batch, begin + batch_slice);
       ops::AttentionOptions slice_options = options;
+      slice_options.query_tiles = nullptr;  // the tiles number the rows of the whole batch
       Tensor slice_key_rows;
       if (key_rows != nullptr) {
         slice_key_rows = key_rows->slice_rows(begin, end);
@@ -707,19 +739,7 @@ void attention(const Tensor& query, const Tensor& keys, const Tensor& values, co
                      keys.dim(0) * keys.dim(1) <= INT32_MAX,
                  "attention: shape {} x {} exceeds the CUDA grid limits", shape_string(query.shape()),
                  shape_string(keys.shape()));
-  AttentionArguments args;
-  args.query_len = static_cast<int>(query_len);
-  const bool per_key = key_rows != nullptr && key_rows->rank() == 2;
-  args.key_capacity =
-      static_cast<int>(per_key ? key_rows->dim(1) : options.key_span > 0 ? options.key_span : keys.dim(1));
-  args.key_block = static_cast<int>(keys.dim(1));
-  args.key_block_mask = (args.key_block & (args.key_block - 1)) == 0 ? args.key_block - 1 : -1;
-  args.key_batch = static_cast<int>(keys.dim(0));
-  args.width = static_cast<int>(width);
-  args.key_width = static_cast<int>(keys.dim(2));
-  args.group = options.num_kv_heads == 0 ? 1 : options.num_heads / options.num_kv_heads;
-  args.head_dim = static_cast<int>(width / options.num_heads);
-  args.scale = options.scale;
+  const AttentionArguments args = attention_arguments(query, keys, options);
   const AttentionOperands operands{query, keys, values, key_lengths, key_rows, out};
   if (query.dtype() == DataType::F16)
     launch_attention<__half>(operands, args, stream);

@@ -76,6 +76,35 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], unsigned a0, unsigne
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+__device__ __forceinline__ unsigned shared_address(const void* pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+// Four 8x8 matrices of 16-bit values from shared memory, lane l giving a row of matrix l / 8.
+__device__ __forceinline__ void load_matrices(unsigned (&to)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(to[0]), "=r"(to[1]), "=r"(to[2]), "=r"(to[3])
+               : "r"(shared_address(row))
+               : "memory");
+}
+
+// Two 8x8 matrices, lanes 0-15 giving the rows.
+__device__ __forceinline__ void load_matrices(unsigned (&to)[2], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(to[0]), "=r"(to[1])
+               : "r"(shared_address(row))
+               : "memory");
+}
+
+// Four 8x8 matrices, each transposed on the way: from rows of a [k][n] matrix in shared memory, the b
+// fragments of mma_m16n8k16 (matrix 0 and 1: keys 0-7 and 8-15 of n columns 0-7; 2 and 3: of columns 8-15).
+__device__ __forceinline__ void load_matrices_transposed(unsigned (&to)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(to[0]), "=r"(to[1]), "=r"(to[2]), "=r"(to[3])
+               : "r"(shared_address(row))
+               : "memory");
+}
+
 // ---- reductions ----
 
 constexpr unsigned kFullMask = 0xffffffffu;

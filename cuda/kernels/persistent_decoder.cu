@@ -432,26 +432,6 @@ __device__ void product_phase(const T* weight, const T* bias, Product shape, con
 
 // ---- a product phase on tensor cores ----
 
-__device__ __forceinline__ unsigned shared_address(const void* pointer) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
-}
-
-// Four 8x8 matrices of 16-bit values from shared memory, lane l giving a row of matrix l / 8.
-__device__ __forceinline__ void load_matrices(unsigned (&to)[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(to[0]), "=r"(to[1]), "=r"(to[2]), "=r"(to[3])
-               : "r"(shared_address(row))
-               : "memory");
-}
-
-// Two 8x8 matrices, lanes 0-15 giving the rows.
-__device__ __forceinline__ void load_matrices(unsigned (&to)[2], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-               : "=r"(to[0]), "=r"(to[1])
-               : "r"(shared_address(row))
-               : "memory");
-}
-
 // How a block shares a product's items: items are dealt to the blocks in turn; a block's warps form teams of
 // `team`, one item each, and split its k-steps between them (all warps of a block are busy whenever it has
 // an item; a team's sums are added in a fixed order, so they do not depend on timing). With more items

@@ -42,7 +42,7 @@ struct RoundResult {
 RoundResult run_round(DecodingScheduler& scheduler, const std::vector<std::vector<int32_t>>& shorts,
                       const std::vector<int32_t>& long_prompt, uint64_t first_id) {
   std::vector<FinishedSentence> finished;
-  for (size_t i = 0; i < shorts.size(); ++i) scheduler.submit(SessionSentence{first_id + i, shorts[i], i});
+  for (size_t i = 0; i < shorts.size(); ++i) scheduler.submit(SessionSentence{first_id + i, shorts[i], i, {}});
   while (scheduler.state().admitting() > 0 || scheduler.waiting() > 0 || scheduler.state().slots() < 1)
     scheduler.iterate(finished);
   RoundResult result;
@@ -55,7 +55,7 @@ RoundResult run_round(DecodingScheduler& scheduler, const std::vector<std::vecto
   const double encode_before = scheduler.times().encode;
   const size_t chunks_before = scheduler.stats().admission_shares;
   const Clock::time_point arrival = Clock::now();
-  scheduler.submit(SessionSentence{first_id + shorts.size(), long_prompt, shorts.size()});
+  scheduler.submit(SessionSentence{first_id + shorts.size(), long_prompt, shorts.size(), {}});
   const int64_t slots_before = scheduler.state().slots();
   while (scheduler.waiting() > 0 || scheduler.state().admitting() > 0) {
     const Clock::time_point start = Clock::now();

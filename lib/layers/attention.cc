@@ -34,16 +34,16 @@ Tensor SelfAttention::forward(const Tensor& x, int64_t batch, const Tensor& leng
   return attend(context.reshape({tokens, d}), x);
 }
 
-Tensor SelfAttention::forward_packed(const Tensor& x, const Tensor& key_starts, const Tensor& key_lengths,
-                                     int64_t longest) const {
+Tensor SelfAttention::forward_packed(const Tensor& x, const PackedTokens& packed) const {
   const int64_t tokens = x.dim(0), d = shape_.d_model;
   const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(norm_.input(x)), qkv_.bias(), 3);  // 3 x [n, d]
   // Each token a query row of its own; its keys are a span of the packed tokens, from its sentence's first.
   ops::AttentionOptions options = attention_options(shape_);
-  options.key_rows = &key_starts;
-  options.key_span = longest;
+  options.key_rows = &packed.key_starts;
+  options.key_span = packed.longest;
+  options.query_tiles = &packed.query_tiles;
   const Tensor context = ops::attention(qkv[0].reshape({tokens, 1, d}), qkv[1].reshape({tokens, 1, d}),
-                                        qkv[2].reshape({tokens, 1, d}), key_lengths, options);
+                                        qkv[2].reshape({tokens, 1, d}), packed.key_lengths, options);
   return attend(context.reshape({tokens, d}), x);
 }
 

@@ -18,6 +18,16 @@ struct AttentionShape {
   bool approximate_exp = false;  // ops::AttentionOptions::approximate_exp
 };
 
+// Sentences packed token after token (the packed encoder, no padding): token q attends to the key_lengths[q]
+// tokens from token key_starts[q] on ([n] int32 each; none longer than `longest`); query_tiles groups each
+// sentence's tokens (ops::attention_query_tiles).
+struct PackedTokens {
+  const Tensor& key_starts;
+  const Tensor& key_lengths;
+  const Tensor& query_tiles;
+  int64_t longest;
+};
+
 // Self-attention with fused QKV projection, residual and layer norm.
 class SelfAttention {
  public:
@@ -26,10 +36,8 @@ class SelfAttention {
 
   // Whole-sequence form (encoder). x: [b, t, d] as [b*t, d]; lengths: [b] -> [b*t, d].
   Tensor forward(const Tensor& x, int64_t batch, const Tensor& lengths) const;
-  // Packed form (encoder, no padding): x [n, d] holds the sentences' tokens one after another; token q
-  // attends to its sentence's keys, the key_lengths[q] tokens from token key_starts[q] on ([n] int32 each;
-  // no length above `longest`) -> [n, d].
-  Tensor forward_packed(const Tensor& x, const Tensor& key_starts, const Tensor& key_lengths, int64_t longest) const;
+  // Packed form (encoder, no padding): x [n, d] holds the sentences' tokens one after another -> [n, d].
+  Tensor forward_packed(const Tensor& x, const PackedTokens& packed) const;
   // One decoding step against a per-slot cache. x: [s, d]; caches: [s, capacity, d]; this step's key and
   // value go to (slot, position) and the history table records it.
   Tensor step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const DecoderStepInputs& inputs) const;

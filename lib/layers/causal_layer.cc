@@ -56,6 +56,7 @@ Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_b
   ops::AttentionOptions attention{num_heads_, 1.0f / std::sqrt(static_cast<float>(head_dim_))};
   attention.key_rows = pass.history_rows != nullptr ? &pass.key_rows : &pass.history;
   attention.num_kv_heads = num_kv_heads_;
+  attention.query_tiles = pass.query_tiles;
   const Tensor context =
       ops::attention(query.reshape({tokens, 1, queries}), key_blocks, value_blocks, pass.key_lengths, attention);
   const ops::ResidualNorm attended =

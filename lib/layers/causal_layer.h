@@ -22,6 +22,9 @@ struct CausalPass {
   // null: token i uses row i (a step, whose rows are its slots).
   const Tensor* history_rows = nullptr;
   const Tensor* rotary = nullptr;  // [positions, head_dim] fp32, ops::rotary_table
+  // With history_rows: each prompt's tokens of the pass in tiles (ops::attention_query_tiles), so that the
+  // attention reads a prompt's keys once per tile of its queries.
+  const Tensor* query_tiles = nullptr;
   // With history_rows: each token's copy of its row, gathered by the first layer after its append wrote the
   // pass's blocks. Every layer writes the same blocks, so the later layers read this copy instead of
   // gathering [tokens, T] again.

@@ -33,9 +33,8 @@ Tensor EncoderLayer::forward(const Tensor& x, int64_t batch, const Tensor& lengt
   return ffn_.forward(self_attention_.forward(x, batch, lengths));
 }
 
-Tensor EncoderLayer::forward_packed(const Tensor& x, const Tensor& key_starts, const Tensor& key_lengths,
-                                    int64_t longest) const {
-  return ffn_.forward(self_attention_.forward_packed(x, key_starts, key_lengths, longest));
+Tensor EncoderLayer::forward_packed(const Tensor& x, const PackedTokens& packed) const {
+  return ffn_.forward(self_attention_.forward_packed(x, packed));
 }
 
 DecoderLayer::DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)

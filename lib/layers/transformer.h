@@ -33,7 +33,7 @@ class EncoderLayer {
   // x: [b*t, d]; lengths: [b] -> [b*t, d].
   Tensor forward(const Tensor& x, int64_t batch, const Tensor& lengths) const;
   // Packed tokens x [n, d] (SelfAttention::forward_packed) -> [n, d].
-  Tensor forward_packed(const Tensor& x, const Tensor& key_starts, const Tensor& key_lengths, int64_t longest) const;
+  Tensor forward_packed(const Tensor& x, const PackedTokens& packed) const;
 
  private:
   SelfAttention self_attention_;

@@ -163,7 +163,7 @@ void DecoderOnlyModel::prefill_pass(DecoderOnlyState& state, int64_t tokens) con
   // Every token of the pass, one after another: its id, position, block and its prompt's row of the pass's
   // history table. The table is the pass's own, filled on the host from the lanes: a prompt's slot (and its
   // row of the pool's history) joins only once its prefill is complete, between two steps.
-  std::vector<int32_t> ids, positions, key_lengths, blocks, table_rows, ends;
+  std::vector<int32_t> ids, positions, key_lengths, blocks, table_rows, ends, takes;
   int64_t left = tokens;
   for (PendingPrefill& pending : state.prefilling) {
     const int32_t remaining = pending.length() - pending.written;
@@ -178,6 +178,7 @@ void DecoderOnlyModel::prefill_pass(DecoderOnlyState& state, int64_t tokens) con
       table_rows.push_back(table_row);
     }
     ends.push_back(pending.written + take);
+    takes.push_back(take);
     left -= take;
     if (take < remaining) break;
   }
@@ -191,7 +192,8 @@ void DecoderOnlyModel::prefill_pass(DecoderOnlyState& state, int64_t tokens) con
     Tensor history = device == Device::CPU ? host_table : host_table.to(device);
     const Tensor pass_positions = ids_tensor(positions, device), pass_lengths = ids_tensor(key_lengths, device);
     const Tensor pass_blocks = ids_tensor(blocks, device), pass_rows = ids_tensor(table_rows, device);
-    const CausalPass pass{pass_positions, pass_lengths, pass_blocks, history, &pass_rows, &rotary_, {}};
+    const Tensor tiles = ops::attention_query_tiles(takes, device);
+    const CausalPass pass{pass_positions, pass_lengths, pass_blocks, history, &pass_rows, &rotary_, &tiles, {}};
     Tensor x = ops::gather_rows(embedding_, ids_tensor(ids, device));
     for (size_t layer = 0; layer < layers_.size(); ++layer)
       x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass,
@@ -269,7 +271,7 @@ Tensor DecoderOnlyModel::decode(DecoderOnlyState& state, int64_t rows) const {
   Tensor& history = state.rows.history();
   Tensor reordered({rows, state.rows.capacity()}, DataType::I32, options_.device);
   ops::copy_row_prefixes(history, &reorder, positions, reordered);
-  const CausalPass pass{positions, key_lengths, cache_rows, reordered, nullptr, &rotary_, {}};
+  const CausalPass pass{positions, key_lengths, cache_rows, reordered, nullptr, &rotary_, nullptr, {}};
   Tensor x = ops::gather_rows(embedding_, ids);
   for (size_t layer = 0; layer < layers_.size(); ++layer)
     x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass);

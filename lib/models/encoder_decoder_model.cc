@@ -193,7 +193,7 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
 
   // The tokens one after another ([n]); token q of a sentence starting at `start` attends to the `length`
   // tokens from `start` on (a key span: nothing per key goes to the device).
-  std::vector<int32_t> ids, positions, key_starts, key_lengths;
+  std::vector<int32_t> ids, positions, key_starts, key_lengths, sentence_lengths;
   ids.reserve(tokens);
   positions.reserve(tokens);
   key_starts.reserve(tokens);
@@ -201,6 +201,7 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
   int32_t start = 0;
   for (const auto& source : sources) {
     const int32_t length = static_cast<int32_t>(source.size());
+    sentence_lengths.push_back(length);
     for (int32_t t = 0; t < length; ++t) {
       ids.push_back(source[t]);
       positions.push_back(t);
@@ -211,8 +212,10 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
   }
   const Tensor starts = ids_tensor(key_starts, options_.device);
   const Tensor lengths = ids_tensor(key_lengths, options_.device);
+  const Tensor tiles = ops::attention_query_tiles(sentence_lengths, options_.device);
+  const PackedTokens packed{starts, lengths, tiles, time};
   Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);  // [n, d]
-  for (const EncoderLayer& layer : encoder_layers_) x = layer.forward_packed(x, starts, lengths, time);
+  for (const EncoderLayer& layer : encoder_layers_) x = layer.forward_packed(x, packed);
   return source_norms_.after_layers(x);
 }
 

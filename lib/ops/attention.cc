@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <vector>
+
 #include "core/profiler.h"
 #include "ops/dispatch.h"
 
@@ -35,7 +38,32 @@ void check_kv_heads(const AttentionOptions& options, const Tensor& query, const 
   check_extent("attention", "keys", keys, 2, query.dim(2) / options.num_heads * kv_heads);
 }
 
+// [tiles, 2] int32 beside the query, for rows of their own (tq = 1). Its entries live on the device; the
+// kernels clamp them to the rows.
+void check_query_tiles(const Tensor& tiles, const Tensor& query) {
+  check_rank("attention", "query_tiles", tiles, 2);
+  check_dtype("attention", "query_tiles", tiles, DataType::I32);
+  check_extent("attention", "query_tiles", tiles, 1, 2);
+  SEQTRANS_CHECK(query.dim(1) == 1, "attention: query_tiles needs one query per row, got {}", query.dim(1));
+  check_same_device("attention", query, tiles);
+}
+
 }  // namespace
+
+Tensor attention_query_tiles(const std::vector<int32_t>& run_lengths, Device device) {
+  std::vector<int32_t> tiles;
+  int32_t first = 0;
+  for (const int32_t length : run_lengths) {
+    SEQTRANS_CHECK(length >= 0, "attention_query_tiles: a run of {} rows", length);
+    for (int32_t offset = 0; offset < length; offset += kAttentionTileRows) {
+      tiles.push_back(first + offset);
+      tiles.push_back(std::min(kAttentionTileRows, length - offset));
+    }
+    first += length;
+  }
+  const Tensor host = Tensor::from_ints({static_cast<int64_t>(tiles.size() / 2), 2}, tiles);
+  return device == Device::CPU ? host : host.to(device);
+}
 
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                  const AttentionOptions& options) {
@@ -59,6 +87,7 @@ Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, 
   SEQTRANS_CHECK(options.num_heads >= 1 && query.dim(2) % options.num_heads == 0,
                  "attention: width {} is not divisible by {} heads", query.dim(2), options.num_heads);
   check_kv_heads(options, query, keys);
+  if (options.query_tiles != nullptr) check_query_tiles(*options.query_tiles, query);
   check_same_device("attention", query, keys);
   check_same_device("attention", query, values);
   check_same_device("attention", query, key_lengths);

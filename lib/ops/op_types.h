@@ -74,6 +74,9 @@ struct RotaryShape {
 };
 
 // ops::attention's heads and where each query row's keys are (ops/ops.h says how they are read).
+// Query rows per tile of AttentionOptions::query_tiles.
+inline constexpr int kAttentionTileRows = 64;
+
 struct AttentionOptions {
   int num_heads = 1;
   float scale = 1.0f;
@@ -94,6 +97,12 @@ struct AttentionOptions {
   // and query head h reads kv head h / (num_heads / num_kv_heads), the pairing of Hugging Face's repeat_kv.
   // 0: as many as num_heads.
   int num_kv_heads = 0;
+  // A hint, for many query rows of their own (tq = 1): [tiles, 2] int32 on the keys' device, each tile a
+  // first row and a count of consecutive rows (1 to kAttentionTileRows) that read the same keys (the same
+  // key_rows entry or table row), each up to its own length. The packed encoder (a sentence's tokens) and a
+  // decoder-only prefill (a prompt's tokens) give it; the CUDA backend then runs the tiles on tensor cores
+  // (fp16, head size 64). It does not change what is computed; the CPU ignores it.
+  const Tensor* query_tiles = nullptr;
   // The CPU may evaluate the softmax's exp vectorized instead of with libm (not the exact path's bits; the
   // int8 precision, cpu/approximate_math.h). Other devices ignore it.
   bool approximate_exp = false;

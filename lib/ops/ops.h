@@ -91,11 +91,14 @@ void apply_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor& 
 // [n] its prompt's first token, key_span the longest prompt and key_lengths[i] its position + 1.
 // Chunked prefill over the block pool: each token of the chunk is a query row (tq = 1) with its own copy of
 // its prompt's history row as key_rows [n, T] (gather_rows of the history by history_rows, after
-// append_self_attention_step wrote the chunk) and length position + 1. Chosen over tq rows sharing one
-// history row because the decode kernels run it unchanged; the price is that each query reads its keys
-// itself (a kernel sharing them across a chunk's queries would read them once).
+// append_self_attention_step wrote the chunk) and length position + 1. Both packed forms give query_tiles,
+// so that the CUDA backend reads a run's keys once per tile of its queries, on tensor cores.
 Tensor attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& key_lengths,
                  const AttentionOptions& options);
+
+// AttentionOptions::query_tiles for rows packed run after run (a sentence's tokens, a prompt's chunk), each
+// run split into tiles of up to kAttentionTileRows rows: [tiles, 2] int32 on `device`.
+Tensor attention_query_tiles(const std::vector<int32_t>& run_lengths, Device device);
 
 // The decoder self-attention step between the QKV projection and the attention, in one pass: adds the
 // bias to qkv [s, 3d] and returns the query [s, d]; writes the key and value rows into key_cache and

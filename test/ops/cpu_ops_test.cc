@@ -217,6 +217,28 @@ TEST_CASE("add_bias_residual adds the bias, then the residual", "[ops]") {
   CHECK_THROWS_AS(ops::add_bias_residual(x, bias, random_floats({5, 6})), Error);
 }
 
+TEST_CASE("attention_query_tiles splits runs of rows into tiles, and the CPU's attention ignores them", "[ops]") {
+  const Tensor tiles = ops::attention_query_tiles({1, 130, 0, 64}, Device::CPU);
+  CHECK(tiles.shape() == Shape{5, 2});
+  CHECK(tiles.to_int_vector() == std::vector<int32_t>{0, 1, 1, 64, 65, 64, 129, 2, 131, 64});
+  CHECK_THROWS(ops::attention_query_tiles({3, -1}, Device::CPU));
+  // Two sentences of 3 and 5 tokens, packed: the same output with and without the tiles.
+  const Tensor x = random_floats({8, 1, 16});
+  const Tensor starts = Tensor::from_ints({8}, {0, 0, 0, 3, 3, 3, 3, 3});
+  const Tensor lengths = Tensor::from_ints({8}, {3, 3, 3, 5, 5, 5, 5, 5});
+  ops::AttentionOptions options{2, 0.25f};
+  options.key_rows = &starts;
+  options.key_span = 5;
+  const Tensor plain = ops::attention(x, x, x, lengths, options);
+  const Tensor sentence_tiles = ops::attention_query_tiles({3, 5}, Device::CPU);
+  options.query_tiles = &sentence_tiles;
+  const Tensor tiled = ops::attention(x, x, x, lengths, options);
+  CHECK(tiled.to_float_vector() == plain.to_float_vector());
+  const Tensor wrong = Tensor::from_ints({2, 3}, {0, 3, 0, 3, 5, 0});
+  options.query_tiles = &wrong;
+  CHECK_THROWS(ops::attention(x, x, x, lengths, options));
+}
+
 TEST_CASE("attention matches per-head softmax(q k^T scale) v with key lengths", "[ops]") {
   const int64_t batch = 3, query_len = 4, key_capacity = 6, heads = 2, width = 8, head_dim = 4;
   const Tensor q = random_floats({batch, query_len, width}), k = random_floats({batch, key_capacity, width});

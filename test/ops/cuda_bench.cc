@@ -183,17 +183,21 @@ TEST_CASE("cuda kernel micro-benchmarks", "[.][cuda_bench]") {
       report(name, median_microseconds(call), 2.0 * slots * 300 * d * element);
       report(name + ", in a graph", graph_microseconds_per_call(call), 2.0 * slots * 300 * d * element);
     }
-    // Encoder self-attention: 32 sentences of 100 tokens.
-    {
-      const int64_t batch = 32, time_steps = 100, d = 512;
+    // Encoder self-attention, [b, t, d] (sentences of t - 20 to t tokens): Transformer-base's shape and
+    // NLLB-600M's at 128 sentences of 350 tokens (16 heads of 64).
+    const auto encoder_attention = [&](int64_t batch, int64_t time_steps, int64_t d, int heads) {
       const Tensor q = device_floats({batch, time_steps, d}, dtype);
       const Tensor k = device_floats({batch, time_steps, d}, dtype);
       const Tensor v = device_floats({batch, time_steps, d}, dtype);
-      const Tensor lengths = random_ints({batch}, 80, 100).to(Device::CUDA);
+      const Tensor lengths =
+          random_ints({batch}, static_cast<int32_t>(time_steps - 20), static_cast<int32_t>(time_steps)).to(Device::CUDA);
       const double bytes = 4.0 * batch * time_steps * d * element;
-      const double time = median_microseconds([&] { ops::attention(q, k, v, lengths, {8, 0.125f}); });
-      report(std::string("attention encoder 32 x 100 tokens d512 h8 ") + type, time, bytes);
-    }
+      const double time = median_microseconds([&] { ops::attention(q, k, v, lengths, {heads, 0.125f}); });
+      report(fmt::format("attention encoder {} x {} tokens d{} h{} {}", batch, time_steps, d, heads, type), time,
+             bytes);
+    };
+    encoder_attention(32, 100, 512, 8);
+    encoder_attention(128, 350, 1024, 16);
     // Fused bias + residual + layer norm, decoder step and encoder batch sizes.
     for (int64_t rows : {320, 3200}) {
       const int64_t d = 512;

@@ -174,6 +174,71 @@ TEST_CASE("cuda attention with kv heads matches the CPU for every key addressing
         }
 }
 
+// Rows of their own in tiles that share their keys (AttentionOptions::query_tiles): the packed encoder's
+// sentences (rank-1 key_rows, a key span) and a prefill pass's prompt chunks (a history table per token,
+// causal lengths). fp16 of head size 64 runs on tensor cores; the CPU ignores the tiles. A row's bits must not
+// depend on how the rows are tiled (one row a tile against the runs' tiles).
+TEST_CASE("cuda attention by query tiles matches the CPU and does not depend on the tiling", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  const Heads shapes[] = {{16, 16, 64}, {8, 2, 64}, {4, 2, 128}};
+  for (DataType dtype : kFloatTypes)
+    for (const Heads& shape : shapes)
+      for (const bool prefill : {false, true}) {
+        CAPTURE(dtype_name(dtype), shape.heads, shape.kv_heads, shape.head_dim, prefill);
+        // Encoder: sentences of these lengths. Prefill: prompts that wrote `written` tokens before and take
+        // `runs` now, their keys in blocks of 16 positions (prompt p owns blocks p * 9 on).
+        const std::vector<int32_t> runs = prefill ? std::vector<int32_t>{70, 1, 66, 54, 17}
+                                                  : std::vector<int32_t>{1, 63, 64, 65, 150, 7};
+        const std::vector<int32_t> written = {0, 0, 64, 10, 3};
+        constexpr int64_t kBlock = 16, kBlocksPerPrompt = 9;
+        int64_t rows_total = 0, widest = 0;
+        for (size_t p = 0; p < runs.size(); ++p) {
+          rows_total += runs[p];
+          widest = std::max<int64_t>(widest, (prefill ? written[p] : 0) + runs[p]);
+        }
+        const int64_t key_batch = prefill ? static_cast<int64_t>(runs.size()) * kBlocksPerPrompt : rows_total;
+        const int64_t block = prefill ? kBlock : 1;
+        std::vector<int32_t> lengths, rows;
+        std::vector<bool> read(static_cast<size_t>(key_batch * block), !prefill);
+        for (int32_t p = 0, start = 0; p < static_cast<int32_t>(runs.size()); start += runs[p], ++p)
+          for (int32_t t = 0; t < runs[p]; ++t) {
+            if (!prefill) {
+              rows.push_back(start);
+              lengths.push_back(runs[p]);
+              continue;
+            }
+            lengths.push_back(written[p] + t + 1);
+            for (int64_t j = 0; j < widest; ++j) {
+              const int32_t row = static_cast<int32_t>(p * kBlocksPerPrompt + j / kBlock);
+              rows.push_back(row);
+              if (j < written[p] + runs[p]) read[static_cast<size_t>(row * kBlock + j % kBlock)] = true;
+            }
+          }
+        const Operand query = random_operand({rows_total, 1, shape.width()}, dtype);
+        const Operand keys = upload(poisoned_floats(key_batch, block, shape.kv_width(), read), dtype);
+        const Operand values = upload(poisoned_floats(key_batch, block, shape.kv_width(), read), dtype);
+        const Tensor rows_cpu = Tensor::from_ints(prefill ? Shape{rows_total, widest} : Shape{rows_total}, rows);
+        const Tensor rows_gpu = rows_cpu.to(Device::CUDA);
+        const Tensor lengths_cpu = Tensor::from_ints({rows_total}, lengths);
+        const Tensor lengths_gpu = lengths_cpu.to(Device::CUDA);
+        ops::AttentionOptions cpu_options = gqa_options(shape, &rows_cpu), gpu_options = gqa_options(shape, &rows_gpu);
+        if (!prefill) cpu_options.key_span = gpu_options.key_span = widest;
+        const Tensor tiles = ops::attention_query_tiles(runs, Device::CUDA);
+        const Tensor single_rows = ops::attention_query_tiles(std::vector<int32_t>(rows_total, 1), Device::CUDA);
+        cpu_options.query_tiles = &single_rows;  // on the wrong device: the CPU must refuse it
+        CHECK_THROWS(ops::attention(query.cpu, keys.cpu, values.cpu, lengths_cpu, cpu_options));
+        const Tensor host_tiles = ops::attention_query_tiles(runs, Device::CPU);
+        cpu_options.query_tiles = &host_tiles;
+        const Tensor expected = ops::attention(query.cpu, keys.cpu, values.cpu, lengths_cpu, cpu_options);
+        gpu_options.query_tiles = &tiles;
+        const std::vector<float> tiled = values_of(ops::attention(query.gpu, keys.gpu, values.gpu, lengths_gpu, gpu_options));
+        CHECK(max_relative_error(tiled, expected.to_float_vector()) < tolerance(dtype));
+        gpu_options.query_tiles = &single_rows;
+        const std::vector<float> alone = values_of(ops::attention(query.gpu, keys.gpu, values.gpu, lengths_gpu, gpu_options));
+        CHECK(std::memcmp(tiled.data(), alone.data(), tiled.size() * sizeof(float)) == 0);
+      }
+}
+
 TEST_CASE("cuda append_self_attention_step with GQA widths, no bias and history rows matches the CPU", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   for (DataType dtype : kFloatTypes)

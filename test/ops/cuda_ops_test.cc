@@ -191,6 +191,7 @@ TEST_CASE("cuda attention matches the CPU for decoder steps and encoder blocks",
       {40, 1, 300, 512, 8},   // decoder step over a long cache
       {3, 3, 17, 30, 3},      // few queries, head size 10 (scalar loads)
       {4, 37, 37, 512, 8},    // encoder block
+      {3, 150, 150, 1024, 16},  // encoder, NLLB's width: several 64-query and 64-key tiles, a partial last one
       {2, 130, 130, 256, 2},  // encoder, head size 128
       {2, 20, 45, 512, 2},    // head size 256
       {3, 9, 21, 60, 2},      // head size 30, odd everywhere
