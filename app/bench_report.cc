@@ -271,7 +271,7 @@ void print_arrival_report(std::ostream& out, const bench::RunDescription& run,
   table.add_column("batching", TextTable::Align::Left);
   for (const char* header : {"p50 s", "p90 s", "p99 s", "target tok/s", "seconds"}) table.add_column(header);
   for (const bench::ArrivalResult& result : results)
-    table.add_row({fmt::format("{:g}", result.rate), result.batching == Batching::Iteration ? "iteration" : "shrinking",
+    table.add_row({fmt::format("{:g}", result.rate), bench::arrival_batching_name(result.batching),
                    fmt::format("{:.3f}", result.latency_p50_s), fmt::format("{:.3f}", result.latency_p90_s),
                    fmt::format("{:.3f}", result.latency_p99_s), rate(result.target_tokens_per_s),
                    fmt::format("{:.2f}", result.seconds)});
