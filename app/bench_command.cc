@@ -7,6 +7,7 @@
 #include "bench/prefill_stall.h"
 #include "bench/records.h"
 #include "bench/synthetic.h"
+#include "bench/synthetic_arrivals.h"
 #include "bench_report.h"
 #include "cpu/thread_pool.h"
 #include "models/tensor_specs.h"
@@ -79,11 +80,24 @@ void write_outputs(const BenchOptions& options, const bench::RunDescription& run
     bench::write_json(out->stream(), run, config, results, ablation_rows, arrival_rows);
     out->commit();
   }
+  // The CSV holds one table: the arrival rows where there are some (no run has both), else the results.
   if (!options.csv.empty()) {
     const std::unique_ptr<OutputTarget> out = open_output(options.csv);
-    bench::write_csv(out->stream(), results);
+    bench::write_csv(out->stream(), arrival_rows.empty() ? results : arrival_rows);
     out->commit();
   }
+}
+
+// A measurement of one engine: --device must name one device.
+void require_one_device(const CommonOptions& common, const char* measurement) {
+  SEQTRANS_CHECK(common.devices.indices.size() == 1, "{} measures one device; --device {} names {}", measurement,
+                 common.text.device, common.devices.indices.size());
+}
+
+// What every --synthetic run refuses: a model file and input or output files.
+void check_synthetic_inputs(const BenchOptions& options) {
+  SEQTRANS_CHECK(options.command->count("--model") == 0, "--synthetic uses random weights, not a model file (-m)");
+  SEQTRANS_CHECK(options.input.empty() && options.output.empty(), "--synthetic reads no input file (-i, -o)");
 }
 
 // The synthetic shape: --preset's, with the shape flags given beside it replacing its values.
@@ -107,10 +121,8 @@ bench::SyntheticModel synthetic_model(const BenchOptions& options) {
 int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   const CommonOptions& common = options.common;
   SEQTRANS_CHECK(options.command->count("--beam-size") == 0, "--synthetic takes beams as a list: --beam 1,4");
-  SEQTRANS_CHECK(options.command->count("--model") == 0, "--synthetic uses random weights, not a model file (-m)");
-  SEQTRANS_CHECK(options.input.empty() && options.output.empty(), "--synthetic reads no input file (-i, -o)");
-  SEQTRANS_CHECK(common.devices.indices.size() == 1, "--synthetic measures one device; --device {} names {}",
-                 common.text.device, common.devices.indices.size());
+  check_synthetic_inputs(options);
+  require_one_device(common, "--synthetic");
   bench::SyntheticOptions synthetic;
   synthetic.model = synthetic_model(options);
   synthetic.grid = {options.batch, options.beam, options.source_length, options.target_length};
@@ -144,8 +156,7 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
 // the shape given (2,048 positions); --source-length is the long prompt's.
 int run_prefill_stall_bench(BenchOptions& options) {
   const CommonOptions& common = options.common;
-  SEQTRANS_CHECK(common.devices.indices.size() == 1, "--prefill-stall measures one device; --device {} names {}",
-                 common.text.device, common.devices.indices.size());
+  require_one_device(common, "--prefill-stall");
   ops::initialize_device(common.translator.device, common.translator.device_index, /*reserve_bytes=*/0);
   if (common.translator.device == Device::CPU && common.translator.cpu_threads > 0)
     ops::set_cpu_threads(common.translator.cpu_threads);
@@ -164,8 +175,7 @@ int run_prefill_stall_bench(BenchOptions& options) {
 // throughput runs.
 int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
   const CommonOptions& common = options.common;
-  SEQTRANS_CHECK(common.devices.indices.size() == 1, "--arrival-rate measures one device; --device {} names {}",
-                 common.text.device, common.devices.indices.size());
+  require_one_device(common, "--arrival-rate");
   bench::ArrivalOptions arrivals;
   arrivals.translator = common.translator;
   arrivals.translator.model.tuning = run.engine.tuning;
@@ -184,11 +194,54 @@ int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
   for (const bench::ArrivalResult& result : results) rows.push_back(bench::arrival_row(result));
   const ModelConfig config = ModelFile::open(common.translator.model_path).config();
   write_outputs(options, run, config, {}, {}, rows);
-  if (!options.csv.empty()) {
-    const std::unique_ptr<OutputTarget> out = open_output(options.csv);
-    bench::write_csv(out->stream(), rows);
-    out->commit();
-  }
+  return 0;
+}
+
+// --synthetic with --arrival-rate: the arrival simulation at a shape (bench/synthetic_arrivals.h) in place of
+// the grid. Sentences arrive one by one, so the budget in flight and the beam are a real run's
+// (--max-batch-size, --max-batch-tokens, --min-join, -b), and one length each stands for the lines.
+int run_synthetic_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
+  const CommonOptions& common = options.common;
+  check_synthetic_inputs(options);
+  require_one_device(common, "--arrival-rate");
+  for (const char* flag : {"--batch", "--beam"})
+    SEQTRANS_CHECK(options.command->count(flag) == 0,
+                   "--arrival-rate sends sentences one by one: {} is the grid's; the budget in flight is "
+                   "--max-batch-size and the beam -b",
+                   flag);
+  for (const char* flag : {"--runs", "--warmup", "--profile", "--ablations", "--naive-batching"})
+    SEQTRANS_CHECK(options.command->count(flag) == 0,
+                   "--arrival-rate runs each rate once in each batching mode; {} belongs to the throughput runs", flag);
+  SEQTRANS_CHECK(options.source_length.size() == 1 && options.target_length.size() == 1,
+                 "--arrival-rate with --synthetic takes one --source-length and one --target-length, not lists");
+  bench::SyntheticArrivalOptions arrivals;
+  arrivals.model = synthetic_model(options);
+  arrivals.device = common.translator.device;
+  arrivals.device_index = common.translator.device_index;
+  arrivals.dtype = common.translator.dtype;
+  arrivals.int8_weights = common.translator.model.int8_weights;
+  arrivals.cpu_threads = common.translator.cpu_threads;
+  arrivals.engine = run.engine;
+  arrivals.budget = scheduler_options(common.translator);
+  arrivals.beam = common.translator.search.beam_size;
+  arrivals.source_length = options.source_length.front();
+  arrivals.target_length = options.target_length.front();
+  arrivals.lines = options.arrival_lines;
+  arrivals.rates = options.arrival_rates;
+  arrivals.arrival_seed = options.arrival_seed;
+  run.mode = "synthetic-arrivals";
+  run.repetitions = {1, 1, false};  // each rate once, after one untimed pass per mode
+  run.input = fmt::format("{} random {} of {} tokens, {} generated each (forced), beam {}", arrivals.lines,
+                          arrivals.model.family == bench::SyntheticFamily::Llama ? "prompts" : "sources",
+                          arrivals.source_length, arrivals.target_length, arrivals.beam);
+
+  const auto progress = [&](const std::string& line) { log(common, LogLevel::Info, line); };
+  const bench::SyntheticArrivalReport report = bench::run_synthetic_arrivals(arrivals, progress);
+  note_setup_choices(common);
+  print_arrival_report(std::cout, run, report.results, &report.config);
+  std::vector<bench::Row> rows;
+  for (const bench::ArrivalResult& result : report.results) rows.push_back(bench::arrival_row(result));
+  write_outputs(options, run, report.config, {}, {}, rows);
   return 0;
 }
 
@@ -248,11 +301,15 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       "  seqtrans bench --synthetic --batch 64 --beam 4 --ablations --json out.json --csv out.csv\n"
       "  seqtrans bench --synthetic --device cpu --layers 2,2 --d-model 64 --heads 4 --ffn 128 --vocab 500 \\\n"
       "      --batch 1,4 --beam 1,2 --source-length 8 --target-length 8 --runs 2 --warmup 1\n"
+      "  seqtrans bench --synthetic --preset tinyllama-1.1b -b 1 --source-length 128 --target-length 128 \\\n"
+      "      --arrival-rate 2,5,10 --arrival-lines 500\n"
       "\nReal mode translates the file as `translate` does (tokenization included) and discards the output\n"
       "unless -o is given. Synthetic mode uses random weights and random source ids, and forces exactly\n"
-      "--target-length output tokens. Times are medians of --runs after --warmup runs. \"x of floor\" is\n"
-      "the measured time over the hardware floor max(FLOPs / peak FLOP rate, bytes / peak bandwidth);\n"
-      "docs/BENCHMARKS.md describes the model.");
+      "--target-length output tokens. With --arrival-rate it sends --arrival-lines random sentences at Poisson\n"
+      "times instead of a grid, and reports latency under iteration, shrinking and one-at-a-time batching.\n"
+      "Times are medians of --runs after --warmup runs. \"x of floor\" is the measured time over the\n"
+      "hardware floor max(FLOPs / peak FLOP rate, bytes / peak bandwidth); docs/BENCHMARKS.md describes\n"
+      "the model.");
   command->add_option("-i,--input", options.input, "Real mode: the text file to translate")->check(CLI::ExistingFile);
   command->add_option("-o,--output", options.output, "Real mode: write the translations here (default: discarded)");
   command->add_flag("--synthetic", options.synthetic, "Random-weight model and random inputs over a grid; no model file");
@@ -301,12 +358,14 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str()
       ->group(synthetic_group);
-  command->add_option("--source-length", options.source_length, "Source tokens per sentence (EOS included), a list")
+  command->add_option("--source-length", options.source_length,
+                      "Source tokens per sentence (EOS included), a list (one with --arrival-rate)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str()
       ->group(synthetic_group);
-  command->add_option("--target-length", options.target_length, "Generated tokens per sentence, forced; a list")
+  command->add_option("--target-length", options.target_length,
+                      "Generated tokens per sentence, forced; a list (one with --arrival-rate)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str()
@@ -383,12 +442,19 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
                     "random weights (--preset tinyllama-1.1b)")
       ->group(measure_group);
   command->add_option("--arrival-rate", options.arrival_rates,
-                      "Real mode: lines arrive one by one at Poisson times at R lines/s (a list); each rate runs "
-                      "under both batching modes and reports latency percentiles (arrival to translation)")
+                      "Lines arrive one by one at Poisson times at R lines/s (a list), and each rate reports latency "
+                      "percentiles (arrival to translation). Real mode: the file's lines under iteration and "
+                      "shrinking batching. --synthetic: --arrival-lines random sources (or prompts) of one "
+                      "--source-length, each generating exactly one --target-length, under iteration, shrinking and "
+                      "one-at-a-time batching; beam -b, sentences in flight --max-batch-size")
       ->delimiter(',')
       ->check(CLI::PositiveNumber)
       ->group(measure_group);
   command->add_option("--arrival-seed", options.arrival_seed, "Seed of the arrival times")
+      ->capture_default_str()
+      ->group(measure_group);
+  command->add_option("--arrival-lines", options.arrival_lines, "--synthetic --arrival-rate: lines per rate and mode")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 24))
       ->capture_default_str()
       ->group(measure_group);
   command->add_option("--json", options.json, "Write the results as JSON to this file")->group(measure_group);
@@ -407,8 +473,13 @@ int run_bench(BenchOptions& options) {
   run.int8_weights = common.translator.model.int8_weights;
   run.engine = engine_settings(options);
   run.hardware = resolve_hardware(options, run.hardware_source);
+  const bool arrivals = !options.arrival_rates.empty();
+  SEQTRANS_CHECK(!options.prefill_stall || !arrivals, "--prefill-stall and --arrival-rate are separate measurements");
+  SEQTRANS_CHECK(options.command->count("--arrival-lines") == 0 || (options.synthetic && arrivals),
+                 "--arrival-lines sets the lines of --synthetic --arrival-rate (real mode sends the file's)");
   if (options.prefill_stall) return run_prefill_stall_bench(options);
-  return options.synthetic ? run_synthetic_bench(options, run) : run_real_bench(options, run);
+  if (options.synthetic) return arrivals ? run_synthetic_arrival_bench(options, run) : run_synthetic_bench(options, run);
+  return run_real_bench(options, run);
 }
 
 }  // namespace seqtrans::app

@@ -53,9 +53,11 @@ struct BenchOptions {
   double peak_bandwidth_gbs = 0;
   std::string json;
   std::string csv;
-  // Real mode, arrival simulation: lines arrive at these rates (lines/s), Poisson, seeded.
+  // The arrival simulation: lines arrive at these rates (lines/s), Poisson, seeded; a real file's lines, or
+  // with --synthetic this many random ones.
   std::vector<double> arrival_rates;
   uint64_t arrival_seed = 1;
+  size_t arrival_lines = 1000;
 };
 
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& options);

@@ -113,16 +113,24 @@ const char* layout_name(const ModelConfig& config) {
   return config.decoder.embedding_layer_norm ? "pre-norm (mBART)" : "pre-norm (M2M-100/NLLB)";
 }
 
-void print_synthetic_report(std::ostream& out, const bench::RunDescription& run, const bench::SyntheticReport& report) {
-  const ModelConfig& config = report.config;
+namespace {
+
+// "random decoder-only (Llama) Transformer 0+2 layers, d_model 64, ... (0.1M parameters)": a synthetic shape.
+std::string synthetic_shape(const ModelConfig& config) {
   const bench::Row model = bench::model_row(config);
   const int64_t parameters = std::get<int64_t>(model.back().value);
-  out << fmt::format(
-      "seqtrans bench: synthetic, {} {}, random {} Transformer {}+{} layers, d_model {}, {} heads ({} key/value), ffn "
-      "{}, vocab {} ({:.1f}M parameters)\n",
-      run.device, precision_name(run), layout_name(config), config.encoder.num_layers, config.decoder.num_layers,
-      config.d_model, config.decoder.num_heads, key_value_heads(config.decoder), config.decoder.ffn_dim,
-      config.target_vocab_size, static_cast<double>(parameters) / 1e6);
+  return fmt::format(
+      "random {} Transformer {}+{} layers, d_model {}, {} heads ({} key/value), ffn {}, vocab {} ({:.1f}M parameters)",
+      layout_name(config), config.encoder.num_layers, config.decoder.num_layers, config.d_model,
+      config.decoder.num_heads, key_value_heads(config.decoder), config.decoder.ffn_dim, config.target_vocab_size,
+      static_cast<double>(parameters) / 1e6);
+}
+
+}  // namespace
+
+void print_synthetic_report(std::ostream& out, const bench::RunDescription& run, const bench::SyntheticReport& report) {
+  const ModelConfig& config = report.config;
+  out << fmt::format("seqtrans bench: synthetic, {} {}, {}\n", run.device, precision_name(run), synthetic_shape(config));
   print_run_lines(out, run);
   out << "forced output length (EOS suppressed until it); time = one search of the whole batch, encoder included\n\n";
 
@@ -263,15 +271,16 @@ void print_real_report(std::ostream& out, const bench::RunDescription& run, cons
 }
 
 void print_arrival_report(std::ostream& out, const bench::RunDescription& run,
-                          const std::vector<bench::ArrivalResult>& results) {
+                          const std::vector<bench::ArrivalResult>& results, const ModelConfig* synthetic) {
   out << fmt::format("seqtrans bench: arrival simulation, {} on {} ({}); lines arrive at Poisson times\n", run.input,
                      run.device, precision_name(run));
+  if (synthetic != nullptr) out << "model: " << synthetic_shape(*synthetic) << "\n";
   TextTable table;
   table.add_column("lines/s");
   table.add_column("batching", TextTable::Align::Left);
   for (const char* header : {"p50 s", "p90 s", "p99 s", "target tok/s", "seconds"}) table.add_column(header);
   for (const bench::ArrivalResult& result : results)
-    table.add_row({fmt::format("{:g}", result.rate), result.batching == Batching::Iteration ? "iteration" : "shrinking",
+    table.add_row({fmt::format("{:g}", result.rate), bench::arrival_batching_name(result.batching),
                    fmt::format("{:.3f}", result.latency_p50_s), fmt::format("{:.3f}", result.latency_p90_s),
                    fmt::format("{:.3f}", result.latency_p99_s), rate(result.target_tokens_per_s),
                    fmt::format("{:.2f}", result.seconds)});

@@ -140,15 +140,20 @@ void Translator::resolve_search(const SearchOptions& search, const OpenSettings&
   setting_sources_ = sources;
 }
 
+SchedulerOptions scheduler_options(const TranslatorOptions& options) {
+  SchedulerOptions scheduling;
+  scheduling.batching = options.batching_mode;
+  scheduling.max_sentences = options.batching.max_batch_size;
+  scheduling.max_tokens = options.batching.max_batch_tokens;
+  scheduling.min_join = options.min_join > 0 ? options.min_join : std::max<size_t>(1, scheduling.max_sentences / 2);
+  return scheduling;
+}
+
 void Translator::start_decoding() {
   ops::select_device(options_.device, options_.device_index);
   stream_interrupted_ = false;
   scheduler_.reset();  // the old decode's pools go back before the new one reserves its own
-  SchedulerOptions scheduling;
-  scheduling.batching = options_.batching_mode;
-  scheduling.max_sentences = options_.batching.max_batch_size;
-  scheduling.max_tokens = options_.batching.max_batch_tokens;
-  scheduling.min_join = options_.min_join > 0 ? options_.min_join : std::max<size_t>(1, scheduling.max_sentences / 2);
+  const SchedulerOptions scheduling = scheduler_options(options_);
   scheduler_ = std::make_unique<DecodingScheduler>(*model_, options_.search, scheduling);
   // The pools' rows are sized for the budget now, so that steps never move them (and graphs are recorded
   // once per bucket). Their positions grow with the longest source and output met: reserving the longest

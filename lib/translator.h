@@ -115,6 +115,10 @@ std::vector<Translation> translate_window(Engine& engine, const std::vector<Line
   return translations;
 }
 
+// The decoding scheduler's budget and joining policy under these options: their batching mode, the sentences
+// and source tokens in flight, and min_join (0: half the sentences).
+SchedulerOptions scheduler_options(const TranslatorOptions& options);
+
 class Translator {
  public:
   explicit Translator(const TranslatorOptions& options);

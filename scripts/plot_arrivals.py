@@ -25,7 +25,8 @@ def main():
     with open(args.report) as f:
         arrivals = json.load(f)["arrivals"]
     figure, axis = plt.subplots(figsize=(6.4, 4.2))
-    styles = {"iteration": ("tab:blue", "iteration-level batching"), "shrinking": ("tab:orange", "batch by batch (shrinking)")}
+    styles = {"iteration": ("tab:blue", "iteration-level batching"), "shrinking": ("tab:orange", "batch by batch (shrinking)"),
+              "one-at-a-time": ("tab:green", "one at a time (--synthetic)")}
     for mode, (color, label) in styles.items():
         points = sorted((a for a in arrivals if a["batching"] == mode), key=lambda a: a["rate"])
         if not points:

@@ -14,6 +14,13 @@
 
 namespace seqtrans::bench {
 
+// How the sentences of an arrival measurement share the decode: the engine's two batching modes, and one
+// sentence at a time (iteration-level with room for one: the server that does not batch, the baseline).
+enum class ArrivalBatching { Iteration, Shrinking, OneAtATime };
+
+// "iteration", "shrinking", "one-at-a-time": the label of the report and of the rows.
+const char* arrival_batching_name(ArrivalBatching batching);
+
 struct ArrivalOptions {
   TranslatorOptions translator;       // batching_mode is set per measurement
   std::string input;                  // one sentence (or a decoder-only model's prompt) per line
@@ -25,12 +32,23 @@ struct ArrivalOptions {
 
 struct ArrivalResult {
   double rate = 0;  // lines per second offered
-  Batching batching = Batching::Iteration;
+  ArrivalBatching batching = ArrivalBatching::Iteration;
   size_t lines = 0;
   double seconds = 0;  // first arrival to last translation
   double target_tokens_per_s = 0;
   double latency_p50_s = 0, latency_p90_s = 0, latency_p99_s = 0;  // arrival to translated
+  // The most sentences in flight at once; 0 where not observed (real mode: the translator hides its decode).
+  size_t max_in_flight = 0;
 };
+
+// One measurement from each line's arrival and translation times (seconds from the same start, in line
+// order) and the target tokens generated: latency percentiles, and throughput from the first arrival to the
+// last translation. Rate and batching are left to the caller.
+ArrivalResult arrival_result(const std::vector<double>& arrivals, const std::vector<double>& finished,
+                             size_t target_tokens);
+
+// The progress line of one measurement.
+std::string arrival_progress(const ArrivalResult& result);
 
 // Arrival times of `count` lines at `rate` per second: the partial sums of exponential gaps (a Poisson
 // process), from a generator seeded with `seed`; the first line arrives after one gap.

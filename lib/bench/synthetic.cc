@@ -27,37 +27,6 @@ void check_positive(const std::vector<int>& values, const char* what) {
   for (int value : values) SEQTRANS_CHECK(value >= 1, "synthetic benchmark: {} {} must be at least 1", what, value);
 }
 
-// Source ids drawn uniformly from the ordinary tokens (never EOS, unknown or pad), each sentence ending
-// with EOS as tokenized sources do; a decoder-only model's prompts start with BOS instead. The same point
-// always gets the same ids.
-std::vector<std::vector<int32_t>> random_sources(const ModelConfig& config, const GridPoint& point, uint64_t seed) {
-  std::mt19937_64 generator(seed * 1000003u + static_cast<uint64_t>(point.batch) * 1009u +
-                            static_cast<uint64_t>(point.source_length));
-  const bool prompts = config.kind == ModelKind::DecoderOnly;
-  std::uniform_int_distribution<int32_t> token(3, config.target_vocab_size - 2);
-  std::vector<std::vector<int32_t>> sources(static_cast<size_t>(point.batch));
-  for (std::vector<int32_t>& source : sources) {
-    if (prompts) source.push_back(config.bos_id);
-    for (int i = 0; i + 1 < point.source_length; ++i) source.push_back(token(generator));
-    if (!prompts) source.push_back(config.eos_id);
-  }
-  return sources;
-}
-
-// EOS is suppressed before target_length tokens and the maximum length is target_length, so every
-// sentence generates exactly target_length tokens (Hugging Face: min_new_tokens = max_new_tokens).
-SearchOptions forced_length_search(const GridPoint& point, const EngineSettings& settings) {
-  SearchOptions search;
-  search.beam_size = point.beam;
-  search.num_hypotheses = 1;
-  search.min_length = point.target_length;
-  search.max_length_a = point.target_length;
-  search.max_length_b = 0.0f;
-  ModelOptions unused;
-  apply(settings, unused, search);
-  return search;
-}
-
 // One model per engine setting, built on first use: the fused output layer and the top-k algorithm are
 // model options. Weights are uploaded once per setting, outside any timing.
 class ModelPool {
@@ -87,12 +56,7 @@ double timed_search(EngineModel& model, const std::vector<std::vector<int32_t>>&
   const std::vector<SearchResult> results = search(model, sources, search_options);
   synchronize_devices();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (const SearchResult& result : results) {
-    SEQTRANS_CHECK(!result.hypotheses.empty() &&
-                       static_cast<int>(result.hypotheses.front().tokens.size()) == point.target_length,
-                   "synthetic benchmark: a sentence generated {} tokens instead of the forced {}",
-                   result.hypotheses.empty() ? 0 : result.hypotheses.front().tokens.size(), point.target_length);
-  }
+  for (const SearchResult& result : results) check_forced_length(result, point.target_length);
   return seconds;
 }
 
@@ -228,8 +192,50 @@ ModelConfig synthetic_config(const SyntheticModel& model, int max_positions) {
   return config;
 }
 
-void validate(const SyntheticOptions& options) {
-  const SyntheticModel& model = options.model;
+// Source ids drawn uniformly from the ordinary tokens (never EOS, unknown or pad), each sentence ending
+// with EOS as tokenized sources do.
+std::vector<std::vector<int32_t>> random_sources(const ModelConfig& config, const GridPoint& point, uint64_t seed) {
+  std::mt19937_64 generator(seed * 1000003u + static_cast<uint64_t>(point.batch) * 1009u +
+                            static_cast<uint64_t>(point.source_length));
+  const bool prompts = config.kind == ModelKind::DecoderOnly;
+  std::uniform_int_distribution<int32_t> token(3, config.target_vocab_size - 2);
+  std::vector<std::vector<int32_t>> sources(static_cast<size_t>(point.batch));
+  for (std::vector<int32_t>& source : sources) {
+    if (prompts) source.push_back(config.bos_id);
+    for (int i = 0; i + 1 < point.source_length; ++i) source.push_back(token(generator));
+    if (!prompts) source.push_back(config.eos_id);
+  }
+  return sources;
+}
+
+// EOS is suppressed before target_length tokens and the maximum length is target_length, so every
+// sentence generates exactly target_length tokens (Hugging Face: min_new_tokens = max_new_tokens).
+SearchOptions forced_length_search(const GridPoint& point, const EngineSettings& settings) {
+  SearchOptions search;
+  search.beam_size = point.beam;
+  search.num_hypotheses = 1;
+  search.min_length = point.target_length;
+  search.max_length_a = point.target_length;
+  search.max_length_b = 0.0f;
+  ModelOptions unused;
+  apply(settings, unused, search);
+  return search;
+}
+
+void check_forced_length(const SearchResult& result, int target_length) {
+  SEQTRANS_CHECK(!result.hypotheses.empty() && static_cast<int>(result.hypotheses.front().tokens.size()) == target_length,
+                 "synthetic benchmark: a sentence generated {} tokens instead of the forced {}",
+                 result.hypotheses.empty() ? 0 : result.hypotheses.front().tokens.size(), target_length);
+}
+
+ModelFile prepare_synthetic_model(const ModelConfig& config, Device device, int device_index, int cpu_threads,
+                                  uint64_t seed) {
+  if (cpu_threads > 0) ops::set_cpu_threads(cpu_threads);
+  ops::initialize_device(device, device_index, /*reserve_bytes=*/0);
+  return make_random_model(config, RandomModelOptions{seed, 0.05f, /*quick=*/true});
+}
+
+void validate_shape(const SyntheticModel& model, int largest_beam) {
   const bool llama = model.family == SyntheticFamily::Llama;
   SEQTRANS_CHECK((model.encoder_layers >= 1 || llama) && model.decoder_layers >= 1,
                  "synthetic benchmark: layers {},{} must be at least 1 each", model.encoder_layers,
@@ -240,14 +246,18 @@ void validate(const SyntheticOptions& options) {
   SEQTRANS_CHECK(model.d_model >= 1 && model.heads >= 1 && model.d_model % model.heads == 0,
                  "synthetic benchmark: d_model {} must be a positive multiple of heads {}", model.d_model, model.heads);
   SEQTRANS_CHECK(model.ffn >= 1, "synthetic benchmark: ffn {} must be at least 1", model.ffn);
+  // Ids 0 (EOS) and vocab - 1 (pad) are never candidates; beam search wants 2 x beam candidates per step.
+  const int needed = std::max(4, 2 * largest_beam + 2);
+  SEQTRANS_CHECK(model.vocab >= needed, "synthetic benchmark: vocab {} is too small for beam {} (needs {})",
+                 model.vocab, largest_beam, needed);
+}
+
+void validate(const SyntheticOptions& options) {
   check_positive(options.grid.batch, "batch");
   check_positive(options.grid.beam, "beam");
   check_positive(options.grid.source_length, "source length");
   check_positive(options.grid.target_length, "target length");
-  // Ids 0 (EOS) and vocab - 1 (pad) are never candidates; beam search wants 2 x beam candidates per step.
-  const int needed = std::max(4, 2 * largest(options.grid.beam) + 2);
-  SEQTRANS_CHECK(model.vocab >= needed, "synthetic benchmark: vocab {} is too small for beam {} (needs {})",
-                 model.vocab, largest(options.grid.beam), needed);
+  validate_shape(options.model, largest(options.grid.beam));
   SEQTRANS_CHECK(options.repetitions.runs >= 1, "synthetic benchmark: runs {} must be at least 1",
                  options.repetitions.runs);
   SEQTRANS_CHECK(options.repetitions.warmup >= 0, "synthetic benchmark: warm-up runs {} must be at least 0",
@@ -264,10 +274,8 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
   const ModelShape shape = model_shape(report.config);
   const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.dtype));
 
-  if (options.cpu_threads > 0) ops::set_cpu_threads(options.cpu_threads);
-  // The allocator grows during the warm-up runs, outside the timings.
-  ops::initialize_device(options.device, options.device_index, /*reserve_bytes=*/0);
-  const ModelFile file = make_random_model(report.config, RandomModelOptions{options.seed, 0.05f, /*quick=*/true});
+  const ModelFile file =
+      prepare_synthetic_model(report.config, options.device, options.device_index, options.cpu_threads, options.seed);
   ModelOptions model_options;
   model_options.device = options.device;
   model_options.dtype = options.dtype;

@@ -16,6 +16,9 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "format/model_config.h"
+#include "format/model_file.h"
+#include "search/options.h"
+#include "search/result.h"
 
 namespace seqtrans::bench {
 
@@ -101,5 +104,26 @@ struct SyntheticReport {
 
 // Runs the grid. `progress` gets one line per finished grid point (may be empty).
 SyntheticReport run_synthetic(const SyntheticOptions& options, const std::function<void(const std::string&)>& progress);
+
+// What the grid and the arrival simulation (bench/synthetic_arrivals.h) share.
+
+// Throws seqtrans::Error naming the first invalid field of the shape, or a vocabulary too small for beams
+// of `largest_beam`.
+void validate_shape(const SyntheticModel& model, int largest_beam);
+
+// Sets the CPU threads (0: the BLAS library's default), readies the device (its allocator then grows during
+// the warm-up, outside the timings) and draws random weights of `config` from `seed`.
+ModelFile prepare_synthetic_model(const ModelConfig& config, Device device, int device_index, int cpu_threads,
+                                  uint64_t seed);
+
+// point.batch sources of point.source_length ids (EOS included; a decoder-only model's prompts start with BOS
+// instead), drawn from the ordinary tokens; the same point and seed always give the same ids.
+std::vector<std::vector<int32_t>> random_sources(const ModelConfig& config, const GridPoint& point, uint64_t seed);
+
+// The search that generates exactly point.target_length tokens at point.beam under `settings`.
+SearchOptions forced_length_search(const GridPoint& point, const EngineSettings& settings);
+
+// Throws unless the best hypothesis has exactly `target_length` tokens.
+void check_forced_length(const SearchResult& result, int target_length);
 
 }  // namespace seqtrans::bench
