@@ -131,6 +131,7 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   synthetic.device = common.translator.device;
   synthetic.device_index = common.translator.device_index;
   synthetic.dtype = common.translator.dtype;
+  synthetic.int8_weights = common.translator.model.int8_weights;
   synthetic.cpu_threads = common.translator.cpu_threads;
   synthetic.engine = run.engine;
   synthetic.ablations = options.ablations;

@@ -264,6 +264,14 @@ void validate(const SyntheticOptions& options) {
                  options.repetitions.warmup);
 }
 
+ModelOptions synthetic_model_options(Device device, DataType dtype, bool int8_weights) {
+  ModelOptions options;
+  options.device = device;
+  options.dtype = dtype;
+  options.int8_weights = int8_weights;
+  return options;
+}
+
 SyntheticReport run_synthetic(const SyntheticOptions& options, const std::function<void(const std::string&)>& progress) {
   validate(options);
   const SyntheticGrid& grid = options.grid;
@@ -276,10 +284,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
 
   const ModelFile file =
       prepare_synthetic_model(report.config, options.device, options.device_index, options.cpu_threads, options.seed);
-  ModelOptions model_options;
-  model_options.device = options.device;
-  model_options.dtype = options.dtype;
-  ModelPool models(file, model_options);
+  ModelPool models(file, synthetic_model_options(options.device, options.dtype, options.int8_weights));
 
   for (int source_length : grid.source_length)
     for (int target_length : grid.target_length)

@@ -67,6 +67,7 @@ struct SyntheticOptions {
   Device device = Device::CPU;
   int device_index = 0;
   DataType dtype = DataType::F32;
+  bool int8_weights = false;  // CPU: int8 products (ModelOptions::int8_weights)
   int cpu_threads = 0;  // 0 = the BLAS library's default
   EngineSettings engine;
   bool ablations = false;  // also measure every idea off (bench/ablations.h)
@@ -106,6 +107,9 @@ struct SyntheticReport {
 SyntheticReport run_synthetic(const SyntheticOptions& options, const std::function<void(const std::string&)>& progress);
 
 // What the grid and the arrival simulation (bench/synthetic_arrivals.h) share.
+
+// The model options a synthetic run builds its engines with (the engine settings applied on top per run).
+ModelOptions synthetic_model_options(Device device, DataType dtype, bool int8_weights);
 
 // Throws seqtrans::Error naming the first invalid field of the shape, or a vocabulary too small for beams
 // of `largest_beam`.

@@ -9,6 +9,7 @@
 #include "bench/records.h"
 #include "catch.h"
 #include "core/error.h"
+#include "ops/prepared_weight.h"
 
 namespace seqtrans::bench {
 namespace {
@@ -75,6 +76,20 @@ TEST_CASE("bench synthetic: a tiny CPU grid gives every point with positive numb
           std::set<std::string>{"naive-batching", "no-packed-encoder", "no-fused-topk", "no-hierarchical-topk",
                                 "batch-invariant", "no-packed-weights"});
   }
+}
+
+// --precision int8 used to be reported by the grid but not passed to its engines, which ran fp32.
+TEST_CASE("bench synthetic: int8 weights reach the engines the grid builds", "[bench]") {
+  CHECK(synthetic_model_options(Device::CPU, DataType::F32, true).int8_weights);
+  CHECK_FALSE(synthetic_model_options(Device::CPU, DataType::F32, false).int8_weights);
+  CHECK(synthetic_model_options(Device::CPU, DataType::F16, false).dtype == DataType::F16);
+  if (!ops::weight_format_available(ops::WeightFormat::Int8, Device::CPU)) return;
+  SyntheticOptions options = tiny_options();
+  options.int8_weights = true;
+  options.ablations = false;
+  const SyntheticReport report = run_synthetic(options, {});
+  REQUIRE(report.results.size() == 4);
+  for (const SyntheticResult& result : report.results) CHECK(result.generated_tokens_per_second > 0);
 }
 
 TEST_CASE("bench synthetic: rows share one schema, so the CSV and JSON writers take them", "[bench]") {
