@@ -172,11 +172,20 @@ int run_prefill_stall_bench(BenchOptions& options) {
   return 0;
 }
 
+// What both arrival simulations refuse: the throughput runs' repetitions, profile and ablations, which they
+// would otherwise ignore.
+void refuse_throughput_flags(const BenchOptions& options) {
+  for (const char* flag : {"--runs", "--warmup", "--profile", "--ablations", "--naive-batching"})
+    SEQTRANS_CHECK(options.command->count(flag) == 0,
+                   "--arrival-rate runs each rate once in each batching mode; {} belongs to the throughput runs", flag);
+}
+
 // Real mode with --arrival-rate: the arrival simulation under both batching modes, in place of the
 // throughput runs.
 int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
   const CommonOptions& common = options.common;
   require_one_device(common, "--arrival-rate");
+  refuse_throughput_flags(options);
   bench::ArrivalOptions arrivals;
   arrivals.translator = common.translator;
   arrivals.translator.model.tuning = run.engine.tuning;
@@ -210,9 +219,7 @@ int run_synthetic_arrival_bench(BenchOptions& options, bench::RunDescription& ru
                    "--arrival-rate sends sentences one by one: {} is the grid's; the budget in flight is "
                    "--max-batch-size and the beam -b",
                    flag);
-  for (const char* flag : {"--runs", "--warmup", "--profile", "--ablations", "--naive-batching"})
-    SEQTRANS_CHECK(options.command->count(flag) == 0,
-                   "--arrival-rate runs each rate once in each batching mode; {} belongs to the throughput runs", flag);
+  refuse_throughput_flags(options);
   SEQTRANS_CHECK(options.source_length.size() == 1 && options.target_length.size() == 1,
                  "--arrival-rate with --synthetic takes one --source-length and one --target-length, not lists");
   bench::SyntheticArrivalOptions arrivals;

@@ -1,6 +1,6 @@
 // `seqtrans bench --synthetic --arrival-rate`: the arrival simulation at a shape, with no model file, prints
 // the real mode's table with a row per batching mode and rate, writes the same JSON and CSV rows, and
-// refuses the grid's flags in one line.
+// refuses the grid's flags in one line (the real mode the throughput runs' flags too).
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -71,6 +71,18 @@ TEST_CASE("bench --synthetic --arrival-rate refuses the grid's flags in one line
     CHECK(result.exit_code != 0);
     CHECK(result.err.find(message) != std::string::npos);
     CHECK(split_lines(result.err).size() == 1);
+  }
+  // The real mode refuses the throughput runs' flags too, instead of ignoring them.
+  const std::string input = temp_path("arrival_input");
+  std::ofstream(input) << "a line\n";
+  for (const char* flag : {"--profile", "--ablations"}) {
+    const ProcessResult real = run_process({seqtrans_binary(), "bench", "--device", "cpu", "-m",
+                                            std::string(SEQTRANS_TEST_DATA) + "/llama_tiny_gqa2.seqtrans", "-i", input,
+                                            "--arrival-rate", "10", flag});
+    INFO(real.err);
+    CHECK(real.exit_code != 0);
+    CHECK(real.err.find(std::string(flag) + " belongs to the throughput runs") != std::string::npos);
+    CHECK(split_lines(real.err).size() == 1);
   }
   const ProcessResult lines_alone = run_process({seqtrans_binary(), "bench", "--synthetic", "--arrival-lines", "5"});
   CHECK(lines_alone.exit_code != 0);
