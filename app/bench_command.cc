@@ -118,6 +118,12 @@ bench::SyntheticModel synthetic_model(const BenchOptions& options) {
   return model;
 }
 
+// Where --device and --precision put a synthetic run's engines.
+bench::SyntheticTarget synthetic_target(const CommonOptions& common) {
+  return {common.translator.device, common.translator.device_index, common.translator.dtype,
+          common.translator.model.int8_weights, common.translator.cpu_threads};
+}
+
 int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   const CommonOptions& common = options.common;
   SEQTRANS_CHECK(options.command->count("--beam-size") == 0, "--synthetic takes beams as a list: --beam 1,4");
@@ -128,11 +134,7 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
   synthetic.grid = {options.batch, options.beam, options.source_length, options.target_length};
   synthetic.repetitions = {options.runs > 0 ? options.runs : 5, options.warmup >= 0 ? options.warmup : 2,
                            options.profile};
-  synthetic.device = common.translator.device;
-  synthetic.device_index = common.translator.device_index;
-  synthetic.dtype = common.translator.dtype;
-  synthetic.int8_weights = common.translator.model.int8_weights;
-  synthetic.cpu_threads = common.translator.cpu_threads;
+  synthetic.target = synthetic_target(common);
   synthetic.engine = run.engine;
   synthetic.ablations = options.ablations;
   synthetic.hardware = run.hardware;
@@ -224,11 +226,7 @@ int run_synthetic_arrival_bench(BenchOptions& options, bench::RunDescription& ru
                  "--arrival-rate with --synthetic takes one --source-length and one --target-length, not lists");
   bench::SyntheticArrivalOptions arrivals;
   arrivals.model = synthetic_model(options);
-  arrivals.device = common.translator.device;
-  arrivals.device_index = common.translator.device_index;
-  arrivals.dtype = common.translator.dtype;
-  arrivals.int8_weights = common.translator.model.int8_weights;
-  arrivals.cpu_threads = common.translator.cpu_threads;
+  arrivals.target = synthetic_target(common);
   arrivals.engine = run.engine;
   arrivals.budget = scheduler_options(common.translator);
   arrivals.beam = common.translator.search.beam_size;

@@ -228,10 +228,9 @@ void check_forced_length(const SearchResult& result, int target_length) {
                  result.hypotheses.empty() ? 0 : result.hypotheses.front().tokens.size(), target_length);
 }
 
-ModelFile prepare_synthetic_model(const ModelConfig& config, Device device, int device_index, int cpu_threads,
-                                  uint64_t seed) {
-  if (cpu_threads > 0) ops::set_cpu_threads(cpu_threads);
-  ops::initialize_device(device, device_index, /*reserve_bytes=*/0);
+ModelFile prepare_synthetic_model(const ModelConfig& config, const SyntheticTarget& target, uint64_t seed) {
+  if (target.cpu_threads > 0) ops::set_cpu_threads(target.cpu_threads);
+  ops::initialize_device(target.device, target.device_index, /*reserve_bytes=*/0);
   return make_random_model(config, RandomModelOptions{seed, 0.05f, /*quick=*/true});
 }
 
@@ -264,11 +263,11 @@ void validate(const SyntheticOptions& options) {
                  options.repetitions.warmup);
 }
 
-ModelOptions synthetic_model_options(Device device, DataType dtype, bool int8_weights) {
+ModelOptions synthetic_model_options(const SyntheticTarget& target) {
   ModelOptions options;
-  options.device = device;
-  options.dtype = dtype;
-  options.int8_weights = int8_weights;
+  options.device = target.device;
+  options.dtype = target.dtype;
+  options.int8_weights = target.int8_weights;
   return options;
 }
 
@@ -280,11 +279,11 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
   SyntheticReport report;
   report.config = synthetic_config(options.model, max_positions);
   const ModelShape shape = model_shape(report.config);
-  const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.dtype));
+  const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.target.dtype));
 
   const ModelFile file =
-      prepare_synthetic_model(report.config, options.device, options.device_index, options.cpu_threads, options.seed);
-  ModelPool models(file, synthetic_model_options(options.device, options.dtype, options.int8_weights));
+      prepare_synthetic_model(report.config, options.target, options.seed);
+  ModelPool models(file, synthetic_model_options(options.target));
 
   for (int source_length : grid.source_length)
     for (int target_length : grid.target_length)
@@ -299,7 +298,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
           result.generated_tokens_per_second = static_cast<double>(batch) * target_length / result.time.median;
           result.sentences_per_second = static_cast<double>(batch) / result.time.median;
           result.seconds_per_step = result.time.median / target_length;
-          result.memory = peak_memory(options.device);
+          result.memory = peak_memory(options.target.device);
           const SyntheticWorkload workload{batch, beam, source_length, target_length};
           result.floor = make_floor(report.config.kind == ModelKind::DecoderOnly
                                         ? decoder_only_cost(report.config, workload, element_bytes)
@@ -307,7 +306,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
                                     options.hardware);
           if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
           if (options.ablations) {
-            for (const Ablation& ablation : ablations(options.engine, options.device, Workload::SyntheticBatch,
+            for (const Ablation& ablation : ablations(options.engine, options.target.device, Workload::SyntheticBatch,
                                                       report.config.target_vocab_size))
               result.ablations.push_back(measurements.ablate(ablation));
           }

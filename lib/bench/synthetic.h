@@ -60,15 +60,20 @@ struct SyntheticGrid {
   std::vector<int> target_length = {32};  // generated tokens per sentence, exactly
 };
 
-struct SyntheticOptions {
-  SyntheticModel model;
-  SyntheticGrid grid;
-  Repetitions repetitions;
+// Where a synthetic run's engines run and at what precision: the grid's and the arrival simulation's.
+struct SyntheticTarget {
   Device device = Device::CPU;
   int device_index = 0;
   DataType dtype = DataType::F32;
   bool int8_weights = false;  // CPU: int8 products (ModelOptions::int8_weights)
-  int cpu_threads = 0;  // 0 = the BLAS library's default
+  int cpu_threads = 0;        // 0 = the BLAS library's default
+};
+
+struct SyntheticOptions {
+  SyntheticModel model;
+  SyntheticGrid grid;
+  Repetitions repetitions;
+  SyntheticTarget target;
   EngineSettings engine;
   bool ablations = false;  // also measure every idea off (bench/ablations.h)
   Hardware hardware;       // unknown: no floor
@@ -109,7 +114,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
 // What the grid and the arrival simulation (bench/synthetic_arrivals.h) share.
 
 // The model options a synthetic run builds its engines with (the engine settings applied on top per run).
-ModelOptions synthetic_model_options(Device device, DataType dtype, bool int8_weights);
+ModelOptions synthetic_model_options(const SyntheticTarget& target);
 
 // Throws seqtrans::Error naming the first invalid field of the shape, or a vocabulary too small for beams
 // of `largest_beam`.
@@ -117,8 +122,7 @@ void validate_shape(const SyntheticModel& model, int largest_beam);
 
 // Sets the CPU threads (0: the BLAS library's default), readies the device (its allocator then grows during
 // the warm-up, outside the timings) and draws random weights of `config` from `seed`.
-ModelFile prepare_synthetic_model(const ModelConfig& config, Device device, int device_index, int cpu_threads,
-                                  uint64_t seed);
+ModelFile prepare_synthetic_model(const ModelConfig& config, const SyntheticTarget& target, uint64_t seed);
 
 // point.batch sources of point.source_length ids (EOS included; a decoder-only model's prompts start with BOS
 // instead), drawn from the ordinary tokens; the same point and seed always give the same ids.

@@ -95,8 +95,8 @@ SyntheticArrivalReport run_synthetic_arrivals(const SyntheticArrivalOptions& opt
   // A decoder-only model's prompt and output share its positions.
   report.config = synthetic_config(options.model, std::max(1024, options.source_length + options.target_length + 1));
   const ModelFile file =
-      prepare_synthetic_model(report.config, options.device, options.device_index, options.cpu_threads, options.seed);
-  ModelOptions model_options = synthetic_model_options(options.device, options.dtype, options.int8_weights);
+      prepare_synthetic_model(report.config, options.target, options.seed);
+  ModelOptions model_options = synthetic_model_options(options.target);
   const GridPoint point{static_cast<int>(options.lines), options.beam, options.source_length, options.target_length};
   const SearchOptions search = forced_length_search(point, options.engine);
   SearchOptions unused;  // forced_length_search applied the settings' search side

@@ -22,11 +22,7 @@ namespace seqtrans::bench {
 
 struct SyntheticArrivalOptions {
   SyntheticModel model;
-  Device device = Device::CPU;
-  int device_index = 0;
-  DataType dtype = DataType::F32;
-  bool int8_weights = false;  // CPU: int8 products (ModelOptions::int8_weights)
-  int cpu_threads = 0;        // 0 = the BLAS library's default
+  SyntheticTarget target;
   EngineSettings engine;      // the engine's switches; its batching is set per measurement
   // Iteration and shrinking batching: the sentences and source tokens in flight, and min_join (the
   // translator's, scheduler_options()); one at a time has room for one sentence. The mode is set per

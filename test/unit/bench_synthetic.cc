@@ -22,8 +22,8 @@ SyntheticOptions tiny_options() {
   options.grid.source_length = {6};
   options.grid.target_length = {5};
   options.repetitions = {2, 1, true};
-  options.device = Device::CPU;
-  options.dtype = DataType::F32;
+  options.target.device = Device::CPU;
+  options.target.dtype = DataType::F32;
   options.ablations = true;
   options.hardware = {1e11, 2e10};  // made-up peaks, so that the floor columns are filled
   return options;
@@ -80,12 +80,12 @@ TEST_CASE("bench synthetic: a tiny CPU grid gives every point with positive numb
 
 // --precision int8 used to be reported by the grid but not passed to its engines, which ran fp32.
 TEST_CASE("bench synthetic: int8 weights reach the engines the grid builds", "[bench]") {
-  CHECK(synthetic_model_options(Device::CPU, DataType::F32, true).int8_weights);
-  CHECK_FALSE(synthetic_model_options(Device::CPU, DataType::F32, false).int8_weights);
-  CHECK(synthetic_model_options(Device::CPU, DataType::F16, false).dtype == DataType::F16);
+  CHECK(synthetic_model_options({Device::CPU, 0, DataType::F32, true, 0}).int8_weights);
+  CHECK_FALSE(synthetic_model_options({Device::CPU, 0, DataType::F32, false, 0}).int8_weights);
+  CHECK(synthetic_model_options({Device::CPU, 0, DataType::F16, false, 0}).dtype == DataType::F16);
   if (!ops::weight_format_available(ops::WeightFormat::Int8, Device::CPU)) return;
   SyntheticOptions options = tiny_options();
-  options.int8_weights = true;
+  options.target.int8_weights = true;
   options.ablations = false;
   const SyntheticReport report = run_synthetic(options, {});
   REQUIRE(report.results.size() == 4);
