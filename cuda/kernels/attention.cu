@@ -15,6 +15,8 @@
 //   attention_tensor_cores.cu): one block per 16 queries of a (head, batch row); 32-key tiles of
 //   keys and values staged in shared memory (fp32, odd row stride), one key per lane, 4 queries per warp,
 //   online softmax per query (flash style).
+// - rows of their own in tiles that share their keys (AttentionOptions::query_tiles: the packed encoder, a
+//   prefill), fp16 of head size 64: tensor cores too, a tile a block (attention_by_tiles).
 // Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
 // Grouped-query attention: query head h reads kv head h / group of key rows key_width wide (group 1 and
 // key_width = width without it); each (query, head) unit reads its kv head itself, as before.
