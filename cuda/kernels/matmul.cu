@@ -69,43 +69,70 @@ __device__ __forceinline__ uint4 load_weights(const uint4* from, bool streamed) 
   return streamed ? __ldcs(from) : __ldg(from);
 }
 
+// Weight vectors (16 bytes) a lane loads before it multiplies any: a 2,048-wide column is 8 of them. At one
+// row a product has few columns, so few warps; each must keep many bytes in flight to cover the memory's
+// latency (one load at a time streamed 0.6-2.1 TB/s of the H200's 4.8). More rows mean more sums a load, and
+// registers that would cost warps: fewer loads. Gated: half as many of each weight row.
+template <int M, bool kGated>
+__host__ __device__ constexpr int vectors_in_flight() {
+  return (M <= 2 ? 8 : M <= 4 ? 4 : 2) / (kGated && M <= 4 ? 2 : 1);
+}
+
 // c[r, col] = alpha * a[r, :] . b[col, :] (+ bias[col], ReLU) for r < M. a is staged in shared memory;
-// each lane reads 16-byte slices of the weight row and keeps M fp32 sums.
+// each lane reads 16-byte slices of the weight row and keeps M fp32 sums. The first slices' loads are issued
+// before the staging, so they are in flight while it runs. A lane sums its slices in ascending order, however
+// many are in flight: the bits do not depend on vectors_in_flight.
 template <typename Out, int M, bool kGated>
 __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(SmallGemmArguments<Out> args) {
   extern __shared__ uint4 staged[];  // [M, k / 8] vectors of 8 halves
   const int vectors = args.k / 8;
-  for (int i = threadIdx.x; i < M * vectors; i += blockDim.x) staged[i] = reinterpret_cast<const uint4*>(args.a)[i];
-  __syncthreads();
   const int lane = threadIdx.x % 32;
   const int column = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  if (column >= args.n) return;  // the whole warp leaves together, after the barrier
-  const uint4* weights = reinterpret_cast<const uint4*>(args.b + static_cast<int64_t>(column) * args.k);
+  // A warp past the last column loads the last column's weights and stores nothing: it must reach the barrier.
+  const uint4* weights = reinterpret_cast<const uint4*>(args.b + static_cast<int64_t>(min(column, args.n - 1)) * args.k);
   // Gated: the up column's weights, n rows further; its sums kept beside the gate's.
   const uint4* up_weights = kGated ? weights + static_cast<int64_t>(args.n) * vectors : nullptr;
+  constexpr int kLoads = vectors_in_flight<M, kGated>(), kUpLoads = kGated ? kLoads : 1;
+  uint4 w[kLoads], u[kUpLoads];
+  const auto load_slices = [&](int first) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int v = first + 32 * i;
+      if (v >= vectors) break;
+      w[i] = load_weights(weights + v, args.stream_b);
+      if constexpr (kGated) u[i] = load_weights(up_weights + v, args.stream_b);
+    }
+  };
+  load_slices(lane);
+  for (int i = threadIdx.x; i < M * vectors; i += blockDim.x) staged[i] = reinterpret_cast<const uint4*>(args.a)[i];
+  __syncthreads();
+  if (column >= args.n) return;  // the whole warp leaves together, after the barrier
   constexpr int kUpRows = kGated ? M : 1;
   float sums[M], up_sums[kUpRows];
 #pragma unroll
   for (int r = 0; r < M; ++r) sums[r] = 0.0f;
 #pragma unroll
   for (int r = 0; r < kUpRows; ++r) up_sums[r] = 0.0f;
-  for (int v = lane; v < vectors; v += 32) {
-    const uint4 w = load_weights(weights + v, args.stream_b);
-    const __half2* w2 = reinterpret_cast<const __half2*>(&w);
-    uint4 u{};
-    if constexpr (kGated) u = load_weights(up_weights + v, args.stream_b);
-    const __half2* u2 = reinterpret_cast<const __half2*>(&u);
+  for (int first = lane; first < vectors; first += 32 * kLoads) {
+    if (first != lane) load_slices(first);
 #pragma unroll
-    for (int r = 0; r < M; ++r) {
-      const uint4 x = staged[r * vectors + v];
-      const __half2* x2 = reinterpret_cast<const __half2*>(&x);
+    for (int i = 0; i < kLoads; ++i) {
+      const int v = first + 32 * i;
+      if (v >= vectors) break;
+      const __half2* w2 = reinterpret_cast<const __half2*>(&w[i]);
+      const __half2* u2 = reinterpret_cast<const __half2*>(&u[kGated ? i : 0]);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 wf = __half22float2(w2[e]), xf = __half22float2(x2[e]);
-        sums[r] = fmaf(wf.x, xf.x, fmaf(wf.y, xf.y, sums[r]));
-        if constexpr (kGated) {
-          const float2 uf = __half22float2(u2[e]);
-          up_sums[r] = fmaf(uf.x, xf.x, fmaf(uf.y, xf.y, up_sums[r]));
+      for (int r = 0; r < M; ++r) {
+        const uint4 x = staged[r * vectors + v];
+        const __half2* x2 = reinterpret_cast<const __half2*>(&x);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float2 wf = __half22float2(w2[e]), xf = __half22float2(x2[e]);
+          sums[r] = fmaf(wf.x, xf.x, fmaf(wf.y, xf.y, sums[r]));
+          if constexpr (kGated) {
+            const float2 uf = __half22float2(u2[e]);
+            up_sums[r] = fmaf(uf.x, xf.x, fmaf(uf.y, xf.y, up_sums[r]));
+          }
         }
       }
     }
