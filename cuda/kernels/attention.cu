@@ -1,5 +1,5 @@
 // attention: fused scores, masked softmax and weighted sum over variable-length padded batches.
-// Three kernels, one launch per call:
+// Kernels, one launch per call:
 // - warp decode (few queries, e.g. the decoder step, tq = 1, with 16-byte loads): one warp per (query, head,
 //   batch row), four per block, no block barrier (but one to merge split units, below). Groups of lanes
 //   each hold one key (a lane a 16-byte slice of its head row), so a pass over the warp reads 32 / group
@@ -19,7 +19,9 @@
 //   prefill), fp16 of head size 64: tensor cores too, a tile a block (attention_by_tiles).
 // Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
 // Grouped-query attention: query head h reads kv head h / group of key rows key_width wide (group 1 and
-// key_width = width without it); each (query, head) unit reads its kv head itself, as before.
+// key_width = width without it); each (query, head) unit reads its kv head itself, except fp16 decode rows
+// of head size 64 with 4-16 query heads a kv head and a block (row, kv head) for every multiprocessor: those
+// heads read their kv head once, together, on tensor cores (launch_attention_gqa_decode).
 // key_rows (AttentionOptions): rank 1 moves a query row's keys to batch row key_rows[b] (and the rows after
 // it, with a key span), read once per unit (all kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key (decode kernels
 // only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the key (rank 2) or all
@@ -643,6 +645,9 @@ void launch_attention(const AttentionOperands& x, const AttentionArguments& args
   // 16-byte loads need every head row to start on a 16-byte boundary.
   const bool vectorized = args.head_dim % kWidth == 0 && args.width % kWidth == 0 && is_aligned(x.query.raw(), 16) &&
                           is_aligned(x.keys.raw(), 16) && is_aligned(x.values.raw(), 16);
+  if constexpr (std::is_same_v<T, __half>) {
+    if (launch_attention_gqa_decode(tensor_core_operands(x, args, nullptr), args, stream)) return;
+  }
   if (vectorized && is_aligned(x.out.raw(), 16)) {
     const bool launched = per_key_rows(x) ? launch_warp_decode<T, true>(x, args, stream)
                                           : launch_warp_decode<T, false>(x, args, stream);

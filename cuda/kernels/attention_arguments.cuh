@@ -60,4 +60,11 @@ struct TensorCoreAttention {
 bool launch_attention_tensor_cores(const TensorCoreAttention& operands, const AttentionArguments& args,
                                    cudaStream_t stream);
 
+// Decode rows (tq = 1) of a grouped-query model with at least this many query heads per kv head, head size
+// 64: the heads that share a kv head read it once, on tensor cores (attention_tensor_cores.cu). False,
+// launching nothing, where it does not apply.
+inline constexpr int kGqaDecodeMinGroup = 4;
+bool launch_attention_gqa_decode(const TensorCoreAttention& operands, const AttentionArguments& args,
+                                 cudaStream_t stream);
+
 }  // namespace seqtrans::cuda

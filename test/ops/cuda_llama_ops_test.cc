@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/batch_invariance.h"
 #include "core/dtype.h"
 #include "cuda/runtime/context.h"
 #include "ops/ops.h"
@@ -237,6 +238,60 @@ TEST_CASE("cuda attention by query tiles matches the CPU and does not depend on 
         const std::vector<float> alone = values_of(ops::attention(query.gpu, keys.gpu, values.gpu, lengths_gpu, gpu_options));
         CHECK(std::memcmp(tiled.data(), alone.data(), tiled.size() * sizeof(float)) == 0);
       }
+}
+
+// Decode rows of grouped-query models (4, 8 and 16 query heads a kv head; fp16 head size 64 runs on tensor
+// cores, the heads of a kv head together) over paged keys up to 300 long, against the CPU; and in
+// batch-invariant mode, where that kernel runs at any batch, each row's bits alone equal its bits in the batch
+// (the key split is fixed). Outside it the kernel runs from one block a multiprocessor: 40 rows of 4 kv heads
+// take it, the shapes of fewer kv heads the CUDA-core kernel.
+TEST_CASE("cuda grouped-query decode attention matches the CPU and keeps a row's bits at any batch", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  const Heads shapes[] = {{8, 2, 64}, {32, 4, 64}, {16, 1, 64}, {8, 2, 128}};
+  constexpr int64_t kRows = 40, kBlock = 16, kTable = 300;
+  for (const bool invariant : {false, true}) {
+    for (DataType dtype : kFloatTypes)
+      for (const Heads& shape : shapes) {
+        CAPTURE(invariant, dtype_name(dtype), shape.heads, shape.kv_heads, shape.head_dim);
+        const BatchInvariantScope arithmetic(invariant);
+        const int64_t key_batch = kRows * (kTable / kBlock + 1);
+        std::vector<int32_t> lengths = random_ints({kRows}, 1, kTable).to_int_vector();
+        lengths[0] = kTable;
+        lengths[1] = 1;
+        lengths[2] = 0;
+        lengths[3] = 129;  // one key past four warps' first tiles
+        // Row r's position j in block (r * 19 + j / 16) of the pool: every row its own blocks.
+        std::vector<int32_t> table(static_cast<size_t>(kRows * kTable));
+        std::vector<bool> read(static_cast<size_t>(key_batch * kBlock), false);
+        for (int64_t r = 0; r < kRows; ++r)
+          for (int64_t j = 0; j < kTable; ++j) {
+            const int32_t block = static_cast<int32_t>(r * (kTable / kBlock + 1) + j / kBlock);
+            table[static_cast<size_t>(r * kTable + j)] = block;
+            if (j < lengths[r]) read[static_cast<size_t>(block * kBlock + j % kBlock)] = true;
+          }
+        const Operand query = random_operand({kRows, 1, shape.width()}, dtype);
+        const Operand keys = upload(poisoned_floats(key_batch, kBlock, shape.kv_width(), read), dtype);
+        const Operand values = upload(poisoned_floats(key_batch, kBlock, shape.kv_width(), read), dtype);
+        const Tensor table_cpu = Tensor::from_ints({kRows, kTable}, table), table_gpu = table_cpu.to(Device::CUDA);
+        const Tensor lengths_cpu = Tensor::from_ints({kRows}, lengths), lengths_gpu = lengths_cpu.to(Device::CUDA);
+        const Tensor expected =
+            ops::attention(query.cpu, keys.cpu, values.cpu, lengths_cpu, gqa_options(shape, &table_cpu));
+        const std::vector<float> batch =
+            values_of(ops::attention(query.gpu, keys.gpu, values.gpu, lengths_gpu, gqa_options(shape, &table_gpu)));
+        CHECK(max_relative_error(batch, expected.to_float_vector()) < tolerance(dtype));
+        // The CUDA-core decode kernels split keys by the batch's size outside batch-invariant mode.
+        if (!invariant || dtype != DataType::F16 || shape.head_dim != 64) continue;
+        for (const int64_t r : {int64_t{0}, int64_t{3}, kRows - 1}) {
+          CAPTURE(r);
+          const Tensor row_table = table_gpu.slice_rows(r, r + 1);
+          const std::vector<float> alone =
+              values_of(ops::attention(query.gpu.slice_rows(r, r + 1), keys.gpu, values.gpu,
+                                       lengths_gpu.slice_rows(r, r + 1), gqa_options(shape, &row_table)));
+          const size_t width = static_cast<size_t>(shape.width());
+          CHECK(std::memcmp(alone.data(), batch.data() + static_cast<size_t>(r) * width, width * sizeof(float)) == 0);
+        }
+      }
+  }
 }
 
 TEST_CASE("cuda append_self_attention_step with GQA widths, no bias and history rows matches the CPU", "[gpu]") {
