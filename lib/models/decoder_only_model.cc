@@ -144,7 +144,19 @@ void DecoderOnlyModel::continue_admission(DecoderState& base_state) {
   auto& state = static_cast<DecoderOnlyState&>(base_state);
   if (state.prefilling.empty()) return;
   const ProfileScope profile("prefill");
-  prefill_pass(state, std::min(options_.tuning.prefill_chunk_tokens, kPrefillPassTokens));
+  const int64_t chunk = std::min(options_.tuning.prefill_chunk_tokens, kPrefillPassTokens);
+  // The chunk bounds how long the rows decoding wait for a pass. With none decoding nobody waits, so the pass
+  // takes what it can (a burst of prompts, or one at a time, prefills in fewer and larger passes), and falls
+  // back to the chunk where memory does not hold that much (a failed pass leaves the progress as it was).
+  bool written = false;
+  if (state.rows.slots() == 0 && chunk < kPrefillPassTokens) {
+    try {
+      prefill_pass(state, kPrefillPassTokens);
+      written = true;
+    } catch (const OutOfMemoryError&) {
+    }
+  }
+  if (!written) prefill_pass(state, chunk);
   join_prefilled(state);
 }
 

@@ -3,7 +3,8 @@
 // values of all its tokens but the last into the row pool's blocks (a packed causal pass over every prompt
 // being prefilled), and the first step feeds the last one, so that step's output is the first generated
 // token. The prefill goes in chunks (EngineTuning::prefill_chunk_tokens): admit() takes the prompts in, each
-// continue_admission() writes one chunk and joins the prompts it completes, in the order admitted.
+// continue_admission() writes one chunk and joins the prompts it completes, in the order admitted. A chunk only
+// bounds the wait of rows decoding: with none, a pass takes up to kPrefillPassTokens.
 #pragma once
 
 #include <algorithm>
