@@ -209,6 +209,17 @@ int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
   return 0;
 }
 
+// --arrival-batching's names, as CLI11 checked them, in the order given.
+std::vector<bench::ArrivalBatching> arrival_modes(const std::vector<std::string>& names) {
+  std::vector<bench::ArrivalBatching> modes;
+  for (const std::string& name : names) {
+    for (const bench::ArrivalBatching mode :
+         {bench::ArrivalBatching::Iteration, bench::ArrivalBatching::Shrinking, bench::ArrivalBatching::OneAtATime})
+      if (name == bench::arrival_batching_name(mode)) modes.push_back(mode);
+  }
+  return modes;
+}
+
 // --synthetic with --arrival-rate: the arrival simulation at a shape (bench/synthetic_arrivals.h) in place of
 // the grid. Sentences arrive one by one, so the budget in flight and the beam are a real run's
 // (--max-batch-size, --max-batch-tokens, --min-join, -b), and one length each stands for the lines.
@@ -235,6 +246,7 @@ int run_synthetic_arrival_bench(BenchOptions& options, bench::RunDescription& ru
   arrivals.lines = options.arrival_lines;
   arrivals.rates = options.arrival_rates;
   arrivals.arrival_seed = options.arrival_seed;
+  if (!options.arrival_batching.empty()) arrivals.modes = arrival_modes(options.arrival_batching);
   run.mode = "synthetic-arrivals";
   run.repetitions = {1, 1, false};  // each rate once, after one untimed pass per mode
   run.input = fmt::format("{} random {} of {} tokens, {} generated each (forced), beam {}", arrivals.lines,
@@ -463,6 +475,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 24))
       ->capture_default_str()
       ->group(measure_group);
+  command->add_option("--arrival-batching", options.arrival_batching,
+                      "--synthetic --arrival-rate: the batching modes to measure, in this order (default all three); "
+                      "one-at-a-time takes a line's full time, so leave it out at rates far past what it sustains")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"iteration", "shrinking", "one-at-a-time"}))
+      ->group(measure_group);
   command->add_option("--json", options.json, "Write the results as JSON to this file")->group(measure_group);
   command->add_option("--csv", options.csv, "Write the results as CSV to this file (one row per result)")
       ->group(measure_group);
@@ -483,6 +501,9 @@ int run_bench(BenchOptions& options) {
   SEQTRANS_CHECK(!options.prefill_stall || !arrivals, "--prefill-stall and --arrival-rate are separate measurements");
   SEQTRANS_CHECK(options.command->count("--arrival-lines") == 0 || (options.synthetic && arrivals),
                  "--arrival-lines sets the lines of --synthetic --arrival-rate (real mode sends the file's)");
+  SEQTRANS_CHECK(options.arrival_batching.empty() || (options.synthetic && arrivals),
+                 "--arrival-batching picks the modes of --synthetic --arrival-rate (real mode runs iteration and "
+                 "shrinking)");
   if (options.prefill_stall) return run_prefill_stall_bench(options);
   if (options.synthetic) return arrivals ? run_synthetic_arrival_bench(options, run) : run_synthetic_bench(options, run);
   return run_real_bench(options, run);

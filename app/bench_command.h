@@ -58,6 +58,8 @@ struct BenchOptions {
   std::vector<double> arrival_rates;
   uint64_t arrival_seed = 1;
   size_t arrival_lines = 1000;
+  // --synthetic --arrival-rate: the batching modes it measures (iteration, shrinking, one-at-a-time); empty: all
+  std::vector<std::string> arrival_batching;
 };
 
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& options);

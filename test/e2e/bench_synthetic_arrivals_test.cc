@@ -57,6 +57,23 @@ TEST_CASE("bench --synthetic --arrival-rate reports every batching mode at every
   CHECK(document.find("\"batching\": \"one-at-a-time\"") != std::string::npos);
 }
 
+TEST_CASE("bench --synthetic --arrival-batching measures the modes asked for, in their order", "[e2e][bench]") {
+  const ProcessResult result = run_process(tiny_arrivals({"--arrival-batching", "one-at-a-time,iteration"}));
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const std::vector<std::string> lines = split_lines(result.out);
+  REQUIRE(lines.size() == 4 + 4);  // 2 modes x 2 rates
+  const std::vector<std::string> labels = {"one-at-a-time", "one-at-a-time", "iteration", "iteration"};
+  for (size_t i = 0; i < labels.size(); ++i) {
+    INFO(lines[4 + i]);
+    CHECK(lines[4 + i].find(labels[i]) != std::string::npos);
+  }
+  CHECK(result.out.find("shrinking") == std::string::npos);
+  const ProcessResult unknown = run_process(tiny_arrivals({"--arrival-batching", "static"}));
+  CHECK(unknown.exit_code != 0);
+  CHECK(unknown.err.find("--arrival-batching") != std::string::npos);
+}
+
 TEST_CASE("bench --synthetic --arrival-rate refuses the grid's flags in one line", "[e2e][bench]") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--batch", "4"}, "--max-batch-size"},
@@ -87,4 +104,10 @@ TEST_CASE("bench --synthetic --arrival-rate refuses the grid's flags in one line
   const ProcessResult lines_alone = run_process({seqtrans_binary(), "bench", "--synthetic", "--arrival-lines", "5"});
   CHECK(lines_alone.exit_code != 0);
   CHECK(lines_alone.err.find("--arrival-lines sets the lines of --synthetic --arrival-rate") != std::string::npos);
+  const ProcessResult real_modes = run_process({seqtrans_binary(), "bench", "-m",
+                                                std::string(SEQTRANS_TEST_DATA) + "/llama_tiny_gqa2.seqtrans", "-i",
+                                                input, "--arrival-rate", "10", "--arrival-batching", "iteration"});
+  CHECK(real_modes.exit_code != 0);
+  CHECK(real_modes.err.find("--arrival-batching picks the modes of --synthetic --arrival-rate") != std::string::npos);
+  CHECK(split_lines(real_modes.err).size() == 1);
 }
