@@ -87,6 +87,8 @@ DecoderOnlyModel::DecoderOnlyModel(const ModelFile& file, const ModelOptions& op
                               options.device);
   const Tensor output_weight = config_.tied_output ? embedding_ : weights.get("decoder/output/weight", {vocab, d});
   output_head_ = OutputHead(output_weight, Tensor(), options.tuning.topk_algorithm);
+  // A tied embedding reads the head's weight, which may be a view of its padded copy: one copy in memory.
+  if (config_.tied_output) embedding_ = output_head_.weight();
   for (int i = 0; i < config_.decoder.num_layers; ++i)
     layers_.emplace_back(weights, fmt::format("decoder/layer_{}", i), config_);
 }

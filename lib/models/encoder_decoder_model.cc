@@ -131,6 +131,11 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
   if (config_.output_bias)
     output_bias = WeightLoader(file, options.device, DataType::F32).get("decoder/output/bias", {config_.target_vocab_size});
   output_head_ = OutputHead(output_weight, output_bias, options_.tuning.topk_algorithm, formats.output);
+  // A tied embedding reads the head's weight, which may be a view of its padded copy: one copy in memory.
+  if (config_.tied_output) {
+    target_embedding_ = output_head_.weight();
+    if (config_.shared_embeddings) source_embedding_ = target_embedding_;
+  }
   for (int i = 0; i < config_.encoder.num_layers; ++i)
     encoder_layers_.emplace_back(weights, fmt::format("encoder/layer_{}", i), config_);
   for (int i = 0; i < config_.decoder.num_layers; ++i)

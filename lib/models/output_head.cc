@@ -1,6 +1,7 @@
 #include "models/output_head.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/profiler.h"
 
@@ -30,6 +31,44 @@ const Tensor* SuppressedLists::bitmap() const {
   return bitmap.defined() ? &bitmap : nullptr;
 }
 
+namespace {
+
+constexpr int64_t kAlignedVocab = 8;
+
+// The padded copy's rows: V rounded up to kAlignedVocab where select() pads (see select_weight_), else V.
+int64_t select_rows(const Tensor& weight, ops::WeightFormat format) {
+  const int64_t vocab = weight.dim(0);
+  const bool pads = weight.device() == Device::CUDA && weight.dtype() == DataType::F16 &&
+                    format == ops::WeightFormat::Plain && vocab % kAlignedVocab != 0;
+  return pads ? (vocab + kAlignedVocab - 1) / kAlignedVocab * kAlignedVocab : vocab;
+}
+
+}  // namespace
+
+OutputHead::OutputHead(Tensor weight, Tensor bias, ops::TopkAlgorithm algorithm, ops::WeightFormat format)
+    : algorithm_(algorithm) {
+  const int64_t vocab = weight.dim(0), rows = select_rows(weight, format);
+  if (rows == vocab) {
+    weight_ = std::move(weight);
+    bias_ = std::move(bias);
+    select_weight_ = weight_;
+    select_bias_ = bias_;
+    prepared_ = ops::prepare_weight(weight_, format);
+    return;
+  }
+  select_weight_ = Tensor({rows, weight.dim(1)}, weight.dtype(), weight.device());
+  weight_ = select_weight_.slice_rows(0, vocab);
+  weight_.copy_from(weight);
+  const Tensor zero_rows = Tensor::from_floats({rows - vocab, weight.dim(1)},
+                                               std::vector<float>(static_cast<size_t>((rows - vocab) * weight.dim(1)), 0.0f));
+  select_weight_.slice_rows(vocab, rows).copy_from(zero_rows.to(weight.dtype()));
+  bias_ = std::move(bias);
+  std::vector<float> padded_bias = bias_.defined() ? bias_.to(Device::CPU).to_float_vector()
+                                                   : std::vector<float>(static_cast<size_t>(vocab), 0.0f);
+  padded_bias.resize(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+  select_bias_ = Tensor::from_floats({rows}, padded_bias).to(weight.device());
+}
+
 Tensor OutputHead::logits(const Tensor& x) const {
   ops::MatmulOptions options;
   options.fp32_output = true;
@@ -47,8 +86,11 @@ void OutputHead::select(const Tensor& x, const OutputSelection& selection, Tenso
   const ProfileScope profile("output layer");
   const Tensor* suppressed_ids = selection.suppressed->ids();
   const Tensor* suppressed_bitmap = selection.suppressed->bitmap();
-  const Tensor* bias = bias_.defined() ? &bias_ : nullptr;
-  Tensor scores = logits(x);  // [rows, V]
+  const Tensor* bias = select_bias_.defined() ? &select_bias_ : nullptr;
+  ops::MatmulOptions product;
+  product.fp32_output = true;
+  product.prepared_b = prepared_.get();
+  Tensor scores = ops::matmul(x, select_weight_, product);  // [rows, V or padded]
   bool normalize = true;
   const RepetitionRequest* repetitions = selection.repetitions;
   if (repetitions != nullptr && repetitions->on()) {

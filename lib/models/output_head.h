@@ -51,12 +51,9 @@ class OutputHead {
   OutputHead() = default;
   // weight [V, d] in the model's dtype; bias [V] fp32 or undefined; the logits' product reads the weight
   // prepared in `format` where the device has such a form (ops::prepare_weight).
+  // A tied model's embedding should then read weight(), which may be a view of the padded copy (below).
   OutputHead(Tensor weight, Tensor bias, ops::TopkAlgorithm algorithm,
-             ops::WeightFormat format = ops::WeightFormat::Plain)
-      : weight_(std::move(weight)),
-        bias_(std::move(bias)),
-        algorithm_(algorithm),
-        prepared_(ops::prepare_weight(weight_, format)) {}
+             ops::WeightFormat format = ops::WeightFormat::Plain);
 
   // Logits of x [rows, d] -> [rows, V] fp32, without the bias.
   Tensor logits(const Tensor& x) const;
@@ -75,6 +72,12 @@ class OutputHead {
  private:
   Tensor weight_;  // [V, d]
   Tensor bias_;    // [V] fp32 (added to fp32 logits), or undefined
+  // On the GPU in fp16, a vocabulary that is not a multiple of 8 keeps cuBLAS off its Hopper kernels (NLLB's
+  // 256,206 ids, 256 rows: 565 us a product against 237 at 256,208, H200). select() then multiplies by a copy
+  // padded with zero rows to a multiple of 8 (weight_ is a view of its first V rows) and adds a bias that is
+  // -inf past V: the padded logits are never selected or drawn and add exact zeros to the normalizer.
+  Tensor select_weight_;  // [V or padded, d]
+  Tensor select_bias_;    // [V or padded] fp32, or undefined
   ops::TopkAlgorithm algorithm_ = ops::TopkAlgorithm::Auto;
   std::shared_ptr<const ops::PreparedWeight> prepared_;  // weight_ for the logits' product, or none
 };
