@@ -243,8 +243,8 @@ TEST_CASE("cuda attention by query tiles matches the CPU and does not depend on 
 // Decode rows of grouped-query models (4, 8 and 16 query heads a kv head; fp16 head size 64 runs on tensor
 // cores, the heads of a kv head together) over paged keys up to 300 long, against the CPU; and in
 // batch-invariant mode, where that kernel runs at any batch, each row's bits alone equal its bits in the batch
-// (the key split is fixed). Outside it the kernel runs from one block a multiprocessor: 40 rows of 4 kv heads
-// take it, the shapes of fewer kv heads the CUDA-core kernel.
+// (the key split is fixed). Outside it the kernel runs from a block for every two multiprocessors: 40 rows of
+// 2 or 4 kv heads take it, of 1 kv head the CUDA-core kernel.
 TEST_CASE("cuda grouped-query decode attention matches the CPU and keeps a row's bits at any batch", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const Heads shapes[] = {{8, 2, 64}, {32, 4, 64}, {16, 1, 64}, {8, 2, 128}};
