@@ -1,6 +1,7 @@
 #include "bench_command.h"
 
 #include <iostream>
+#include <optional>
 
 #include "bench/arrivals.h"
 #include "bench/cpu_peaks.h"
@@ -212,11 +213,8 @@ int run_arrival_bench(BenchOptions& options, bench::RunDescription& run) {
 // --arrival-batching's names, as CLI11 checked them, in the order given.
 std::vector<bench::ArrivalBatching> arrival_modes(const std::vector<std::string>& names) {
   std::vector<bench::ArrivalBatching> modes;
-  for (const std::string& name : names) {
-    for (const bench::ArrivalBatching mode :
-         {bench::ArrivalBatching::Iteration, bench::ArrivalBatching::Shrinking, bench::ArrivalBatching::OneAtATime})
-      if (name == bench::arrival_batching_name(mode)) modes.push_back(mode);
-  }
+  for (const std::string& name : names)
+    if (const std::optional<bench::ArrivalBatching> mode = bench::arrival_batching_named(name)) modes.push_back(*mode);
   return modes;
 }
 

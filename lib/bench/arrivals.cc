@@ -62,6 +62,12 @@ const char* arrival_batching_name(ArrivalBatching batching) {
   return "?";
 }
 
+std::optional<ArrivalBatching> arrival_batching_named(const std::string& name) {
+  for (const ArrivalBatching mode : {ArrivalBatching::Iteration, ArrivalBatching::Shrinking, ArrivalBatching::OneAtATime})
+    if (name == arrival_batching_name(mode)) return mode;
+  return std::nullopt;
+}
+
 ArrivalResult arrival_result(const std::vector<double>& arrivals, const std::vector<double>& finished,
                              size_t target_tokens) {
   SEQTRANS_CHECK(!arrivals.empty() && finished.size() == arrivals.size(),

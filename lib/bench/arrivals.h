@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ enum class ArrivalBatching { Iteration, Shrinking, OneAtATime };
 
 // "iteration", "shrinking", "one-at-a-time": the label of the report and of the rows.
 const char* arrival_batching_name(ArrivalBatching batching);
+// The mode of such a name; nullopt for any other.
+std::optional<ArrivalBatching> arrival_batching_named(const std::string& name);
 
 struct ArrivalOptions {
   TranslatorOptions translator;       // batching_mode is set per measurement

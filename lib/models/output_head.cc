@@ -69,12 +69,14 @@ OutputHead::OutputHead(Tensor weight, Tensor bias, ops::TopkAlgorithm algorithm,
   select_bias_ = Tensor::from_floats({rows}, padded_bias).to(weight.device());
 }
 
-Tensor OutputHead::logits(const Tensor& x) const {
+Tensor OutputHead::product(const Tensor& x, const Tensor& weight) const {
   ops::MatmulOptions options;
   options.fp32_output = true;
   options.prepared_b = prepared_.get();
-  return ops::matmul(x, weight_, options);  // [rows, V]
+  return ops::matmul(x, weight, options);
 }
+
+Tensor OutputHead::logits(const Tensor& x) const { return product(x, weight_); }  // [rows, V]
 
 Tensor OutputHead::logits_with_bias(const Tensor& x) const {
   Tensor result = logits(x);
@@ -87,10 +89,7 @@ void OutputHead::select(const Tensor& x, const OutputSelection& selection, Tenso
   const Tensor* suppressed_ids = selection.suppressed->ids();
   const Tensor* suppressed_bitmap = selection.suppressed->bitmap();
   const Tensor* bias = select_bias_.defined() ? &select_bias_ : nullptr;
-  ops::MatmulOptions product;
-  product.fp32_output = true;
-  product.prepared_b = prepared_.get();
-  Tensor scores = ops::matmul(x, select_weight_, product);  // [rows, V or padded]
+  Tensor scores = product(x, select_weight_);  // [rows, V or padded]
   bool normalize = true;
   const RepetitionRequest* repetitions = selection.repetitions;
   if (repetitions != nullptr && repetitions->on()) {

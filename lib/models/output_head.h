@@ -70,6 +70,9 @@ class OutputHead {
   const Tensor& bias() const { return bias_; }
 
  private:
+  // x [rows, d] against weight ([V or padded, d]: weight_ or select_weight_) -> fp32, without the bias.
+  Tensor product(const Tensor& x, const Tensor& weight) const;
+
   Tensor weight_;  // [V, d]
   Tensor bias_;    // [V] fp32 (added to fp32 logits), or undefined
   // On the GPU in fp16, a vocabulary that is not a multiple of 8 keeps cuBLAS off its Hopper kernels (NLLB's
