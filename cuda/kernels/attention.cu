@@ -493,17 +493,6 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
   }
 }
 
-// Raises a kernel's dynamic shared memory limit past the default when a launch needs it.
-template <typename Kernel>
-void allow_shared_memory(Kernel kernel, size_t bytes, const char* what) {
-  const cudaDeviceProp& properties = context().properties;
-  SEQTRANS_CHECK(bytes <= properties.sharedMemPerBlockOptin,
-                 "attention: {} needs {} bytes of shared memory, the device allows {}", what, bytes,
-                 properties.sharedMemPerBlockOptin);
-  if (bytes <= properties.sharedMemPerBlock) return;
-  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), bytes);
-}
-
 // The operands of one call, passed down the launchers together.
 struct AttentionOperands {
   const Tensor& query;

@@ -264,19 +264,24 @@ __global__ void __launch_bounds__(kThreads)
 // A decode step (tq = 1) of a grouped-query model reads each kv head once per query head on CUDA cores (the
 // warp decode kernel): at TinyLlama's 32 query heads over 4 kv heads, eight times. Here a block takes one
 // (row, kv head): its `group` query heads are the rows of one mma (the rest zeros), and its 4 warps take
-// every fourth 32-key tile of the row's keys, each with its own staged tile and no block barrier in the
+// every fourth 32-key tile of the row's keys, each with its own staged tiles and no block barrier in the
 // loop; at the end the warps' running maxima, sums and weighted sums merge through shared memory in warp
 // order. The split is fixed (not chosen by the batch), so a row's bits do not depend on the rows beside it.
+// A warp's tiles are double-buffered: the next tile's keys and values are copied (cp.async) while it scores
+// the current one, and the history table's entries for the tile after that are loaded a tile ahead, so that
+// a step's keys stream instead of waiting on one round trip after another (at 64 rows and 520 keys the
+// kernel read 1.1 TB/s while it loaded a tile at a time).
 constexpr int kDecodeWarps = 4;
 constexpr int kDecodeThreads = 32 * kDecodeWarps;
 constexpr int kDecodeTileKeys = 32;
 constexpr int kDecodeKeyBlocks = kDecodeTileKeys / 8;
 constexpr int kDecodeMaxGroup = 16;  // query heads per kv head: the mma's rows
+constexpr int kDecodeStages = 2;
 
 struct DecodeWarpTiles {
-  __half keys[kDecodeTileKeys][kRowHalves];
-  __half values[kDecodeTileKeys][kRowHalves];
-  int index[kDecodeTileKeys];  // the tile's keys' rows in keys seen as [positions, key_width]; -1: masked
+  __half keys[kDecodeStages][kDecodeTileKeys][kRowHalves];
+  __half values[kDecodeStages][kDecodeTileKeys][kRowHalves];
+  int index[kDecodeStages][kDecodeTileKeys];  // the keys' rows in keys seen as [positions, key_width]; -1: masked
 };
 
 // What a warp leaves for the merge: per mma row, its max, sum and weighted sums over its keys.
@@ -286,18 +291,20 @@ struct DecodeWarpResult {
   float sums[kWarpQueries][kHeadDim];
 };
 
+// The warps' tiles while they read keys; their results once they are done (dynamic shared memory: past 48 KB).
+union DecodeShared {
+  DecodeWarpTiles tiles[kDecodeWarps];
+  DecodeWarpResult results[kDecodeWarps];
+};
+
 template <bool kPerKey>
 __global__ void __launch_bounds__(kDecodeThreads)
     attention_gqa_decode_kernel(const __half* __restrict__ query, const __half* __restrict__ keys,
                                 const __half* __restrict__ values, const int32_t* __restrict__ key_lengths,
                                 const int32_t* __restrict__ key_rows, __half* __restrict__ out,
                                 AttentionArguments args, int kv_heads) {
-  // The warps' tiles while they read keys; their results once they are done.
-  union Shared {
-    DecodeWarpTiles tiles[kDecodeWarps];
-    DecodeWarpResult results[kDecodeWarps];
-  };
-  __shared__ __align__(16) Shared shared;
+  extern __shared__ __align__(16) unsigned char shared_memory[];
+  DecodeShared& shared = *reinterpret_cast<DecodeShared*>(shared_memory);
   const int row = blockIdx.x / kv_heads, kv_head = blockIdx.x % kv_heads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   DecodeWarpTiles& tile = shared.tiles[warp];
@@ -329,41 +336,55 @@ __global__ void __launch_bounds__(kDecodeThreads)
   for (int n = 0; n < kValueBlocks; ++n) sums[n][0] = sums[n][1] = sums[n][2] = sums[n][3] = 0.0f;
   float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.0f, 0.0f};
 
-  for (int first_key = warp * kDecodeTileKeys; first_key < key_len; first_key += kDecodeWarps * kDecodeTileKeys) {
-    {
-      const int j = first_key + lane;
-      int index = j < key_len ? j : -1;
-      if constexpr (kPerKey) {
-        const int batch_row = index >= 0 ? table[j] : -1;
-        index = batch_row >= 0 && batch_row < args.key_batch ? batch_row * args.key_block + block_offset(j, args) : -1;
-      }
-      tile.index[lane] = index;
+  // Key j's row in keys seen as [positions, key_width], or -1 (past the row's keys, or in no batch row).
+  const auto key_index = [&](int j) {
+    if (j >= key_len) return -1;
+    if constexpr (kPerKey) {
+      const int batch_row = table[j];
+      return batch_row >= 0 && batch_row < args.key_batch ? batch_row * args.key_block + block_offset(j, args) : -1;
     }
+    return j;
+  };
+  // Copies the tile whose lane-th key has row `index` into stage `stage`, as one group of copies; zeros where
+  // a key is masked (cache memory may hold NaN, and a weight of 0 times NaN would not vanish).
+  const auto issue_tile = [&](int stage, int index) {
+    tile.index[stage][lane] = index;
     __syncwarp();
     constexpr int kRowVectors = kHeadDim / 8;
+#pragma unroll
     for (int i = lane; i < kDecodeTileKeys * kRowVectors; i += 32) {
-      const int r = i / kRowVectors, c = (i % kRowVectors) * 8, index = tile.index[r];
-      uint4 k{}, v{};
-      if (index >= 0) {
-        const int64_t offset = key_base + static_cast<int64_t>(index) * args.key_width + c;
-        k = __ldg(reinterpret_cast<const uint4*>(keys + offset));
-        v = __ldg(reinterpret_cast<const uint4*>(values + offset));
-      }
-      *reinterpret_cast<uint4*>(&tile.keys[r][c]) = k;
-      *reinterpret_cast<uint4*>(&tile.values[r][c]) = v;
+      const int r = i / kRowVectors, c = (i % kRowVectors) * 8, row_index = tile.index[stage][r];
+      const int64_t offset = row_index >= 0 ? key_base + static_cast<int64_t>(row_index) * args.key_width + c : 0;
+      copy_async_16_or_zeros(&tile.keys[stage][r][c], keys + offset, row_index >= 0);
+      copy_async_16_or_zeros(&tile.values[stage][r][c], values + offset, row_index >= 0);
     }
-    __syncwarp();
+    commit_async_copies();
+  };
+
+  constexpr int kStride = kDecodeWarps * kDecodeTileKeys;  // from one of a warp's tiles to its next
+  int first_key = warp * kDecodeTileKeys;
+  if (first_key < key_len) issue_tile(0, key_index(first_key + lane));
+  int ahead = key_index(first_key + kStride + lane);  // the next tile's lane-th key, a tile early
+  for (int stage = 0; first_key < key_len; first_key += kStride, stage ^= 1) {
+    if (first_key + kStride < key_len) {
+      issue_tile(stage ^ 1, ahead);  // that stage was consumed at the end of the last iteration
+      ahead = key_index(first_key + 2 * kStride + lane);
+      wait_async_groups<1>();
+    } else {
+      wait_async_groups<0>();
+    }
+    __syncwarp();  // every lane's copies of this tile have landed
 
     float scores[kDecodeKeyBlocks][4];
-    tile_scores<kDecodeTileKeys>(scores, query_fragments, tile.keys, g, q);
+    tile_scores<kDecodeTileKeys>(scores, query_fragments, tile.keys[stage], g, q);
 #pragma unroll
     for (int j = 0; j < kDecodeKeyBlocks; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        scores[j][e] = tile.index[8 * j + 2 * q + (e & 1)] >= 0 ? scores[j][e] * args.scale : -INFINITY;
+        scores[j][e] = tile.index[stage][8 * j + 2 * q + (e & 1)] >= 0 ? scores[j][e] * args.scale : -INFINITY;
     online_softmax_step<kDecodeTileKeys>(scores, running_max, running_sum, sums);
-    add_weighted_values<kDecodeTileKeys>(sums, scores, tile.values, lane);
-    __syncwarp();  // the tile is consumed before the next one overwrites it
+    add_weighted_values<kDecodeTileKeys>(sums, scores, tile.values[stage], lane);
+    __syncwarp();  // the stage is consumed before the next iteration copies into it
   }
 
 #pragma unroll
@@ -439,13 +460,15 @@ bool launch_attention_gqa_decode(const TensorCoreAttention& x, const AttentionAr
   const int64_t blocks = int64_t{x.batch} * kv_heads;
   if (blocks > context().properties.maxGridSize[0]) return false;
   // A block a (row, kv head): few of them leave the GPU idle, where the CUDA-core kernel spreads a row's keys
-  // over more warps. TinyLlama, 512-token prompts, H200, whole run: 4 blocks (batch 1) 1.07 -> 1.18 ms a
-  // token, 32 blocks 278 -> 322 ms, 64 blocks 247 -> 262; 128 blocks 379 -> 332. Batch-invariant mode keeps
-  // this kernel at any batch: which kernel runs must not follow the batch.
-  if (!batch_invariant() && 2 * blocks < context().properties.multiProcessorCount) return false;
+  // over more warps. TinyLlama, 512-token prompts, 128 new, H200, ms a token against the CUDA-core kernel: 16
+  // blocks (batch 4) 2.02 against 2.03, 32 blocks 2.09 against 2.12, 64 1.67 against 1.92, 128 2.00 against
+  // 2.69. It runs from a block for every 8 multiprocessors. Batch-invariant mode keeps this kernel at any
+  // batch: which kernel runs must not follow the batch.
+  if (!batch_invariant() && 8 * blocks < context().properties.multiProcessorCount) return false;
   const auto kernel = x.per_key ? attention_gqa_decode_kernel<true> : attention_gqa_decode_kernel<false>;
-  kernel<<<static_cast<unsigned>(blocks), kDecodeThreads, 0, stream>>>(x.query, x.keys, x.values, x.key_lengths,
-                                                                     x.key_rows, x.out, args, kv_heads);
+  allow_shared_memory(kernel, sizeof(DecodeShared), "the grouped-query decode kernel");
+  kernel<<<static_cast<unsigned>(blocks), kDecodeThreads, sizeof(DecodeShared), stream>>>(
+      x.query, x.keys, x.values, x.key_lengths, x.key_rows, x.out, args, kv_heads);
   CUDA_CHECK_LAUNCH();
   return true;
 }

@@ -105,6 +105,30 @@ __device__ __forceinline__ void load_matrices_transposed(unsigned (&to)[4], cons
                : "memory");
 }
 
+// ---- asynchronous copies into shared memory (cp.async) ----
+
+__device__ __forceinline__ void copy_async_16(void* shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(shared)), "l"(global) : "memory");
+}
+
+// 16 bytes, or 16 zeros where !valid (global is then not read, but must still be a valid address).
+__device__ __forceinline__ void copy_async_16_or_zeros(void* shared, const void* global, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(shared)), "l"(global),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+__device__ __forceinline__ void wait_async_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Groups of copies: commit closes the thread's copies issued since the last commit; wait_async_groups<n> waits
+// until at most n of its groups are still in flight.
+__device__ __forceinline__ void commit_async_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int kPending>
+__device__ __forceinline__ void wait_async_groups() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
 // ---- reductions ----
 
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -143,6 +167,17 @@ __device__ __forceinline__ float block_max(float value, float* scratch) {
 }
 
 // ---- launch sizes, from the device's properties ----
+
+// Raises a kernel's dynamic shared memory limit past the default when a launch needs it; `what` names the need
+// in the error where the device has too little.
+template <typename Kernel>
+void allow_shared_memory(Kernel kernel, size_t bytes, const char* what) {
+  const cudaDeviceProp& properties = context().properties;
+  SEQTRANS_CHECK(bytes <= properties.sharedMemPerBlockOptin, "attention: {} needs {} bytes of shared memory, the device allows {}",
+                 what, bytes, properties.sharedMemPerBlockOptin);
+  if (bytes <= properties.sharedMemPerBlock) return;
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), bytes);
+}
 
 // Blocks for a grid-stride loop over `work` items: enough to fill every multiprocessor several times.
 inline unsigned grid_size(int64_t work, int threads) {

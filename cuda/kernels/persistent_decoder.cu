@@ -158,12 +158,7 @@ __device__ __forceinline__ void wait_arrivals(const unsigned* counter, unsigned 
   __syncthreads();
 }
 
-// ---- asynchronous copies into shared memory ----
-
-__device__ __forceinline__ void copy_async_16(void* shared, const void* global) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
-}
+// ---- asynchronous copies into shared memory (besides common.cuh's) ----
 
 // The same, marked evict-first in L2: for a weight read once a step that is too large to stay in L2, so that
 // it passes through without evicting what the next step reads again (the decoder's weights).
@@ -180,17 +175,6 @@ __device__ __forceinline__ void copy_async_16_evict_first(void* shared, const vo
 __device__ __forceinline__ void copy_async_4(void* shared, const void* global) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(address), "l"(global) : "memory");
-}
-
-__device__ __forceinline__ void wait_async_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
-// Groups of copies: commit closes the thread's copies issued since the last commit; wait_async_groups<n> waits
-// until at most n of its groups are still in flight.
-__device__ __forceinline__ void commit_async_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-template <int kPending>
-__device__ __forceinline__ void wait_async_groups() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
 // ---- weight rows ----
