@@ -4,7 +4,8 @@
 // being prefilled), and the first step feeds the last one, so that step's output is the first generated
 // token. The prefill goes in chunks (EngineTuning::prefill_chunk_tokens): admit() takes the prompts in, each
 // continue_admission() writes one chunk and joins the prompts it completes, in the order admitted. A chunk only
-// bounds the wait of rows decoding: with none, a pass takes up to kPrefillPassTokens.
+// bounds the wait of rows decoding: with none, or with a burst of prompts waiting, a pass takes up to
+// kPrefillPassTokens.
 #pragma once
 
 #include <algorithm>
