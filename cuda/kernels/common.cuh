@@ -173,8 +173,9 @@ __device__ __forceinline__ float block_max(float value, float* scratch) {
 template <typename Kernel>
 void allow_shared_memory(Kernel kernel, size_t bytes, const char* what) {
   const cudaDeviceProp& properties = context().properties;
-  SEQTRANS_CHECK(bytes <= properties.sharedMemPerBlockOptin, "attention: {} needs {} bytes of shared memory, the device allows {}",
-                 what, bytes, properties.sharedMemPerBlockOptin);
+  SEQTRANS_CHECK(bytes <= properties.sharedMemPerBlockOptin,
+                 "attention: {} needs {} bytes of shared memory, the device allows {}", what, bytes,
+                 properties.sharedMemPerBlockOptin);
   if (bytes <= properties.sharedMemPerBlock) return;
   allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), bytes);
 }

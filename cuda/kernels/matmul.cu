@@ -4,7 +4,8 @@
 // with the bias and ReLU epilogue folded in. Wide outputs (the logits) of 2 to 8 rows run on tensor cores
 // instead: there the CUDA-core kernel re-reads every staged row per column (H200, 32,000 columns of 512
 // as graph nodes: 4 rows 13.6 us on CUDA cores, 7.2 on tensor cores, 7.4 for 1 row; at 16 rows cuBLAS's
-// 6.7 us beat this kernel's 9.7).
+// 6.7 us beat this kernel's 9.7). Past one row the CUDA-core kernel's work per weight grows with the rows
+// times the inputs, so it keeps a product only while they are at most kSmallRowsMaxInputs.
 // The small-rows kernels also fold the op after a product into their epilogue (fused_matmul_gated_activation,
 // fused_matmul_bias_residual: a Llama layer's SwiGLU and its last residual sum), with the separate ops'
 // roundings, so the values are theirs.
@@ -23,6 +24,12 @@ namespace {
 constexpr int kSmallRows = 8;
 constexpr int kSmallMaxThreads = 256;  // up to 8 warps, one output column each
 constexpr size_t kSmallSharedBytes = 32 * 1024;
+// Rows times inputs the CUDA-core kernel takes past one row; larger products of 2 to 8 rows go to cuBLAS.
+// H200, ms a decoder step with this kernel taking every product of up to 8 rows but the logits, against
+// this bound: TinyLlama (2,048 inputs) 2 rows 1.18 either way, 4 rows 1.38 against 1.29, 8 rows 1.91
+// against 1.33; NLLB-600M (1,024) 4 rows 0.88 either way, 6 rows 0.95 against 0.89-0.91, 8 rows 1.02
+// against 0.84-0.85.
+constexpr int64_t kSmallRowsMaxInputs = 4096;
 
 template <typename Out>
 struct SmallGemmArguments {
@@ -161,7 +168,9 @@ constexpr int kMmaColumns = 8;
 constexpr int kMmaSliceVectors = 4;   // 16-byte vectors of a 32-input slice, one per lane of a quad
 constexpr int kMmaSlicesInFlight = 4;  // slices whose weights a lane loads before multiplying any
 constexpr int kMmaWarps = 8;
-constexpr int kMmaMinColumns = 8192;   // narrower outputs would leave multiprocessors idle
+// Narrower outputs keep too few loads in flight (a warp each 8 columns): TinyLlama's gate and up product
+// (11,264 columns) took a 2-row step to 1.59 ms, against 1.18 on the CUDA-core kernel.
+constexpr int kMmaMinColumns = 16384;
 
 // Two mma steps over one 32-input slice: the lane's weight vector w (8 inputs of its column) against the
 // same 8 inputs of its two rows, x (row lane / 4) and y (row lane / 4 + 8).
@@ -247,10 +256,12 @@ bool small_rows_operands(const Tensor& a, const Tensor& b, const Tensor& c, cons
          is_aligned(b.raw(), 16);
 }
 
-// The small-rows kernel applies: 1 to 8 rows of 16-byte multiples that fit shared memory.
+// The small-rows kernel applies: 1 row, or 2 to 8 of at most kSmallRowsMaxInputs inputs in all, of 16-byte
+// multiples that fit shared memory.
 bool small_rows_apply(const Tensor& a, const Tensor& b, const Tensor& c, const ops::MatmulOptions& options) {
   const int64_t m = a.dim(0), k = a.dim(1);
-  return small_rows_operands(a, b, c, options) && m >= 1 && m <= kSmallRows && k > 0 && k % 8 == 0 &&
+  return small_rows_operands(a, b, c, options) && m >= 1 && m <= kSmallRows &&
+         (m == 1 || m * k <= kSmallRowsMaxInputs) && k > 0 && k % 8 == 0 &&
          static_cast<size_t>(m * k) * sizeof(__half) <= kSmallSharedBytes && c.dim(1) > 0;
 }
 

@@ -89,16 +89,18 @@ void check_small_products(std::initializer_list<std::array<int64_t, 3>> shapes) 
 
 TEST_CASE("cuda matmul with at most 8 rows (the small-rows kernel) matches the CPU", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
-  // Odd column counts and both block widths (n <= 4096 and wider); 1 row of the logits' width.
-  check_small_products({{1, 512, 32000}, {4, 512, 1001}, {8, 2048, 512}, {3, 8, 7}, {8, 512, 4100}});
+  // Odd column counts and both block widths (n <= 4096 and wider); 1 row of the logits' width and of many
+  // inputs; 2 to 8 rows up to 4,096 inputs in all, and past it (cuBLAS).
+  check_small_products(
+      {{1, 512, 32000}, {4, 512, 1001}, {2, 2048, 512}, {3, 8, 7}, {8, 512, 4100}, {1, 5632, 2048}, {8, 2048, 512}});
 }
 
 TEST_CASE("cuda matmul of 2 to 8 rows onto wide outputs (the tensor-core kernel) matches the CPU", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   // Column counts not a multiple of 8 or of the block's 64; inputs of 3 and 5 slices of 32 (the loop's
   // remainder) and of 64; 9 and 16 rows go to cuBLAS.
-  check_small_products({{2, 512, 32000}, {4, 512, 8192}, {8, 512, 10001}, {7, 2048, 32000}, {3, 96, 8200},
-                        {5, 160, 9000}, {9, 512, 10001}, {16, 512, 32000}});
+  check_small_products({{2, 512, 32000}, {4, 512, 16384}, {8, 512, 20001}, {7, 2048, 32000}, {3, 96, 16400},
+                        {5, 160, 17000}, {9, 512, 20001}, {16, 512, 32000}});
 }
 
 namespace {
@@ -116,10 +118,11 @@ Tensor on_gpu(const Tensor& x) { return x.to(DataType::F16).to(Device::CUDA); }
 
 TEST_CASE("matmul_gated_activation and matmul_bias_residual give the ops' own values, fused or not", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
-  // 1 to 8 rows take the fused epilogues (the tensor-core kernel too for the residual at 8,192 columns);
-  // 9 and 64 rows run the ops one by one. Widths of TinyLlama's feed-forward and odd ones.
-  const int64_t shapes[][3] = {{1, 2048, 5632}, {3, 512, 1001}, {8, 5632, 2048}, {4, 512, 8192}, {9, 512, 512},
-                               {64, 256, 384}};
+  // 1 row and small products of up to 8 rows take the fused epilogues (the tensor-core kernel too for the
+  // residual at 16,384 columns); larger ones and 9 and 64 rows run the ops one by one. Widths of TinyLlama's
+  // feed-forward and odd ones.
+  const int64_t shapes[][3] = {{1, 2048, 5632}, {3, 512, 1001}, {8, 5632, 2048}, {4, 512, 16384}, {2, 2048, 5632},
+                               {9, 512, 512},  {64, 256, 384}};
   for (const auto& shape : shapes)
     for (const bool with_bias : {false, true}) {
       const int64_t m = shape[0], k = shape[1], n = shape[2];
