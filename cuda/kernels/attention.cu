@@ -20,8 +20,8 @@
 // Keys at or past key_lengths[b] are never read; a row with no keys gives zeros, like the CPU reference.
 // Grouped-query attention: query head h reads kv head h / group of key rows key_width wide (group 1 and
 // key_width = width without it); each (query, head) unit reads its kv head itself, except fp16 decode rows
-// of head size 64 with 4-16 query heads a kv head and a block (row, kv head) for every multiprocessor: those
-// heads read their kv head once, together, on tensor cores (launch_attention_gqa_decode).
+// of head size 64 with 4-16 query heads a kv head, in enough (row, kv head) blocks: those heads read their kv
+// head once, together, on tensor cores (launch_attention_gqa_decode).
 // key_rows (AttentionOptions): rank 1 moves a query row's keys to batch row key_rows[b] (and the rows after
 // it, with a key span), read once per unit (all kernels); rank 2 gives each key its own batch row key_rows[b, j], read once per key (decode kernels
 // only; the front end allows it with tq = 1). Rows outside keys' batch extent mask the key (rank 2) or all

@@ -1,5 +1,5 @@
-// The arguments the attention kernels share (cuda/kernels/attention.cu, attention_tensor_cores.cu), and how a
-// query row finds its keys.
+// The arguments the attention kernels share (cuda/kernels/attention.cu, attention_tensor_cores.cu), how a
+// query row finds its keys, and their launchers' shared-memory opt-in.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -7,7 +7,21 @@
 
 #include <cstdint>
 
+#include "cuda/kernels/common.cuh"
+
 namespace seqtrans::cuda {
+
+// Raises an attention kernel's dynamic shared memory limit past the default when a launch needs it; `what` names the need
+// in the error where the device has too little.
+template <typename Kernel>
+void allow_shared_memory(Kernel kernel, size_t bytes, const char* what) {
+  const cudaDeviceProp& properties = context().properties;
+  SEQTRANS_CHECK(bytes <= properties.sharedMemPerBlockOptin,
+                 "attention: {} needs {} bytes of shared memory, the device allows {}", what, bytes,
+                 properties.sharedMemPerBlockOptin);
+  if (bytes <= properties.sharedMemPerBlock) return;
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), bytes);
+}
 
 struct AttentionArguments {
   int query_len;

@@ -168,18 +168,6 @@ __device__ __forceinline__ float block_max(float value, float* scratch) {
 
 // ---- launch sizes, from the device's properties ----
 
-// Raises a kernel's dynamic shared memory limit past the default when a launch needs it; `what` names the need
-// in the error where the device has too little.
-template <typename Kernel>
-void allow_shared_memory(Kernel kernel, size_t bytes, const char* what) {
-  const cudaDeviceProp& properties = context().properties;
-  SEQTRANS_CHECK(bytes <= properties.sharedMemPerBlockOptin,
-                 "attention: {} needs {} bytes of shared memory, the device allows {}", what, bytes,
-                 properties.sharedMemPerBlockOptin);
-  if (bytes <= properties.sharedMemPerBlock) return;
-  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), bytes);
-}
-
 // Blocks for a grid-stride loop over `work` items: enough to fill every multiprocessor several times.
 inline unsigned grid_size(int64_t work, int threads) {
   const int64_t wanted = (work + threads - 1) / threads;

@@ -150,10 +150,11 @@ void DecoderOnlyModel::admit(DecoderState& base_state, const std::vector<std::ve
 
 namespace {
 
-// The prompts waiting for their prefill are many beside the rows decoding (kBurstPrompts).
-bool prompts_are_a_burst(const DecoderOnlyState& state) {
-  const size_t waiting = state.prefilling.size();
-  return waiting >= kBurstPrompts && waiting * kBurstShare >= static_cast<size_t>(state.rows.slots());
+// A pass need not keep to the chunk: no row is decoding, or the prompts waiting for their prefill are a burst
+// beside the rows decoding (kBurstPrompts).
+bool nobody_waits_on_the_chunk(const DecoderOnlyState& state) {
+  const size_t waiting = state.prefilling.size(), decoding = static_cast<size_t>(state.rows.slots());
+  return decoding == 0 || (waiting >= kBurstPrompts && waiting * kBurstShare >= decoding);
 }
 
 }  // namespace
@@ -169,7 +170,7 @@ void DecoderOnlyModel::continue_admission(DecoderState& base_state) {
   // (fewer and larger passes), and falls back to the chunk where memory does not hold that much (a failed pass
   // leaves the progress as it was).
   bool written = false;
-  if (chunk < kPrefillPassTokens && (state.rows.slots() == 0 || prompts_are_a_burst(state))) {
+  if (chunk < kPrefillPassTokens && nobody_waits_on_the_chunk(state)) {
     try {
       prefill_pass(state, kPrefillPassTokens);
       written = true;
