@@ -1,4 +1,5 @@
-// persistent_decoder_step: every layer of a post-norm decoder step over a few rows in one launch.
+// persistent_decoder_step: every layer of a decoder step over a few rows in one launch, post-norm (Marian) or
+// pre-norm (mBART, M2M-100/NLLB).
 //
 // One block per multiprocessor stays resident for the whole step. A layer is eight phases (QKV, self-
 // attention, its output projection, the cross-attention query, cross-attention, its output projection, the
@@ -16,10 +17,16 @@
 // after the last barrier (GreedyOutput: logits, normalizer and argmax, every block over its run of the
 // vocabulary, the last block to finish merging).
 //
+// Post-norm, a product normalizes its input with the norm on the sublayer before's output, and that normalized
+// row is the residual its sublayer adds back. Pre-norm, a product normalizes its input with its sublayer's own
+// norm, and the sublayer adds its output to the stream, which stays in `sums` from the step's input on; the
+// stack's final norm ends the step.
+//
 // Values are rounded to T where the op-by-op path stores a tensor between ops (queries, keys, values,
-// attention outputs, layer norms, the FFN's hidden layer); sums before a layer norm stay in fp32, and a
-// product gets its bias and residual before rounding (the op-by-op path rounds it first): fp16 then stays
-// as close to the fp32 reference as the op-by-op path, and fp32 equals it up to the order of additions.
+// attention outputs, layer norms, the FFN's hidden layer); sums before a layer norm stay in fp32 (pre-norm: the
+// whole stream), and a product gets its bias and residual before rounding (the op-by-op path rounds it first):
+// fp16 then stays as close to the fp32 reference as the op-by-op path, and fp32 equals it up to the order of
+// additions.
 #include <type_traits>
 
 #include "core/sampling_math.h"
@@ -125,6 +132,8 @@ struct Arguments {
   int warp_weights;  // elements of a warp's weight slot: its most columns times the widest input
   float scale, epsilon;
   Activation activation;
+  bool pre_norm;
+  const T *final_gamma, *final_beta;  // pre-norm: the stack's final norm
 };
 
 // ---- the grid barrier ----
@@ -312,14 +321,26 @@ __device__ void stage_sums(const float* sums, int count, float* into) {
   }
 }
 
+// Rows of T into `into` as floats (the pre-norm step's input, normalized as the sums are later).
+template <typename T>
+__device__ void stage_converted(const T* rows, int count, float* into) {
+  auto* out = reinterpret_cast<float4*>(into);
+  for (int q = threadIdx.x; q < count / 4; q += blockDim.x) out[q] = load_four(rows + 4 * q);
+}
+
 // layer_norm(sums) rounded to T (what the op-by-op path stores) into shared.residual: the next product's
-// input and the next sublayer's residual. `output` (block 0 only; the last layer's) gets it too. gamma and
-// beta are in shared.norm already (prefetch_norm); a warp normalizes a row from registers. kLaterGroups:
-// groups of copies committed after the norm's that it need not wait for (-1: wait for every copy).
+// input (and, post-norm, the next sublayer's residual). `output` (block 0 only; the last layer's) gets it too.
+// gamma and beta are in shared.norm already (prefetch_norm); a warp normalizes a row from registers.
+// kLaterGroups: groups of copies committed after the norm's that it need not wait for (-1: wait for every
+// copy). `rows`, where given, is normalized instead of the sums.
 template <typename T, int kLaterGroups = -1>
-__device__ const T* stage_normalized(const float* sums, const Arguments<T>& args, const Shared& shared, T* output) {
+__device__ const T* stage_normalized(const float* sums, const Arguments<T>& args, const Shared& shared, T* output,
+                                     const T* rows = nullptr) {
   const int width = args.width, quads = width / 4;
-  stage_sums(sums, args.rows * width, shared.work);
+  if (rows != nullptr)
+    stage_converted(rows, args.rows * width, shared.work);
+  else
+    stage_sums(sums, args.rows * width, shared.work);
   if constexpr (kLaterGroups < 0)
     wait_async_copies();
   else
@@ -896,10 +917,27 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
   __syncthreads();
   record_time(args.trace, 0);
   const Product square{d, d}, qkv_shape{d, 3 * d}, inner_shape{d, args.ffn}, outer_shape{args.ffn, d};
-  // A sublayer's end: its product plus the bias (in `value`) and the residual, kept in fp32 for the norm.
-  const auto add_residual = [&](int r, int column, float value) {
-    const int64_t i = static_cast<int64_t>(r) * d + column;
-    args.sums[i] = value + to_float(static_cast<const T*>(shared.residual)[static_cast<int64_t>(r) * shared.residual_stride + column]);
+  // A sublayer's end: its product plus the bias (in `value`) and the residual, kept in fp32. Post-norm the
+  // residual is the normalized row the product read (shared.residual); pre-norm it is the stream: the step's
+  // input for the first sublayer, then the sums themselves (in place: a phase's thread alone reads and writes
+  // its element).
+  const auto end_sublayer = [&](bool first_sublayer) {
+    return [&, first_sublayer](int r, int column, float value) {
+      const int64_t i = static_cast<int64_t>(r) * d + column;
+      const float residual =
+          !args.pre_norm ? to_float(static_cast<const T*>(shared.residual)[static_cast<int64_t>(r) * shared.residual_stride + column])
+          : first_sublayer ? to_float(args.input[i])
+                           : args.sums[i];
+      args.sums[i] = value + residual;
+    };
+  };
+  // The norm a product's input goes through, into shared.norm: post-norm the one on the sublayer before's
+  // output (none before the first layer), pre-norm the sublayer's own.
+  const auto prefetch_own_or = [&](const T* own_gamma, const T* own_beta, const T* before_gamma, const T* before_beta) {
+    if (args.pre_norm)
+      prefetch_norm(own_gamma, own_beta, d, shared);
+    else if (before_gamma != nullptr)
+      prefetch_norm(before_gamma, before_beta, d, shared);
   };
   T* staged = reinterpret_cast<T*>(shared.work);
   const auto stage_context = [&] { return stage_rows(args.context, rows, d, staged, d + pad); };
@@ -927,11 +965,13 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
     // QKV from the layer's input: the query to `query`, the key and value to the cache block of the row's
     // position.
     const auto prefetch_input = [&] {
-      if (l > 0) prefetch_norm(args.layers[l - 1].ffn_gamma, args.layers[l - 1].ffn_beta, d, shared);
+      prefetch_own_or(layer.self_gamma, layer.self_beta, l > 0 ? args.layers[l - 1].ffn_gamma : nullptr,
+                      l > 0 ? args.layers[l - 1].ffn_beta : nullptr);
     };
     const auto stage_input = [&] {
-      if (l == 0) return stage_rows(args.input, rows, d, static_cast<T*>(shared.residual), d + pad);
-      return stage_normalized<T>(args.sums, args, shared, nullptr);
+      if (l > 0) return stage_normalized<T>(args.sums, args, shared, nullptr);
+      if (args.pre_norm) return stage_normalized<T>(nullptr, args, shared, nullptr, args.input);
+      return stage_rows(args.input, rows, d, static_cast<T*>(shared.residual), d + pad);
     };
     product(layer.qkv_weight, layer.qkv_bias, qkv_shape, l > 0, prefetch_input, stage_input,
                   [&](int r, int column, float biased) {
@@ -957,30 +997,33 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
         layer.self_keys, layer.self_values, args, shared.work, target, self_key,
         [&](int r) { return min(max(step(kKeyLength, r), 0), args.history_capacity); },
         [&](int r) { return max(step(kPosition, r), 0); });
-    product(layer.self_output_weight, layer.self_output_bias, square, true, nothing, stage_context, add_residual);
+    product(layer.self_output_weight, layer.self_output_bias, square, true, nothing, stage_context,
+            end_sublayer(l == 0));
     // Cross-attention's query from the normalized sums.
     product(
         layer.cross_query_weight, layer.cross_query_bias, square, true,
-        [&] { prefetch_norm(layer.self_gamma, layer.self_beta, d, shared); },
+        [&] { prefetch_own_or(layer.cross_gamma, layer.cross_beta, layer.self_gamma, layer.self_beta); },
         [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); },
         [&](int r, int column, float biased) { args.query[static_cast<int64_t>(r) * d + column] = round_to<T>(biased); });
     // Cross-attention over the row's run of the memory pool, all of it written before the step.
     attention_phase(layer.cross_keys, layer.cross_values, args, shared.work, target, memory_key, memory_count,
                     memory_count);
-    product(layer.cross_output_weight, layer.cross_output_bias, square, true, nothing, stage_context, add_residual);
+    product(layer.cross_output_weight, layer.cross_output_bias, square, true, nothing, stage_context,
+            end_sublayer(false));
     // The feed-forward block: normalized sums -> activation -> back to d.
     product(
         layer.inner_weight, layer.inner_bias, inner_shape, true,
-        [&] { prefetch_norm(layer.cross_gamma, layer.cross_beta, d, shared); },
+        [&] { prefetch_own_or(layer.ffn_gamma, layer.ffn_beta, layer.cross_gamma, layer.cross_beta); },
         [&] { return stage_normalized<T>(args.sums, args, shared, nullptr); },
         [&](int r, int column, float biased) {
           args.hidden[static_cast<int64_t>(r) * args.ffn + column] = round_to<T>(activate(args.activation, biased));
         });
     product(
         layer.outer_weight, layer.outer_bias, outer_shape, true, nothing,
-        [&] { return stage_rows(args.hidden, rows, args.ffn, staged, args.ffn + pad); }, add_residual);
+        [&] { return stage_rows(args.hidden, rows, args.ffn, staged, args.ffn + pad); }, end_sublayer(false));
   }
-  // The last layer's norm, into the output (block 0 writes it). Block r rewrites history row r: the older
+  // The last norm (post-norm the last layer's, pre-norm the stack's final one), into the output (block 0 writes
+  // it). Block r rewrites history row r: the older
   // entries of the row it continues, read before the barrier (after it, other blocks rewrite their rows), then
   // this step's entry.
   const LayerPointers<T>& last = args.layers[args.num_layers - 1];
@@ -988,7 +1031,9 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_decoder_kernel(const _
   T* ring = reinterpret_cast<T*>(reinterpret_cast<char*>(shared_memory) + args.greedy.buffer_offset);
   float* extras = reinterpret_cast<float*>(ring + static_cast<int64_t>(kLogitStages) * args.greedy.chunk_columns * d);
   arrive(args.barrier, target);
-  if (blockIdx.x == 0 || fold_output) prefetch_norm(last.ffn_gamma, last.ffn_beta, d, shared);
+  if (blockIdx.x == 0 || fold_output)
+    prefetch_norm(args.pre_norm ? args.final_gamma : last.ffn_gamma, args.pre_norm ? args.final_beta : last.ffn_beta, d,
+                  shared);
   if (fold_output) {
     commit_async_copies();  // the norm's own group: its stage waits for nothing later
     prefetch_logit_extras(args.greedy, extras);  // in the first chunk's group
@@ -1186,6 +1231,15 @@ void launch_persistent_decoder(const Tensor& x, const std::vector<ops::Persisten
   args.scale = 1.0f / std::sqrt(static_cast<float>(args.head_dim));
   args.epsilon = step.epsilon;
   args.activation = step.activation;
+  args.pre_norm = step.pre_norm;
+  if (step.pre_norm) {
+    SEQTRANS_CHECK(step.final_gamma != nullptr && step.final_beta != nullptr,
+                   "persistent_decoder_step: a pre-norm step needs the stack's final norm");
+    args.final_gamma = step.final_gamma->data<T>();
+    args.final_beta = step.final_beta->data<T>();
+    SEQTRANS_CHECK(is_aligned(args.final_gamma, 16) && is_aligned(args.final_beta, 16),
+                   "persistent_decoder_step: the final norm is not 16-byte aligned");
+  }
   args.input = x.data<T>();
   args.output = out.data<T>();
   args.positions = step.positions->data<int32_t>();

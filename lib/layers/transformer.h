@@ -21,6 +21,7 @@ class StackNorms {
   Tensor after_embedding(const Tensor& x) const { return embedding_ ? embedding_->forward(x) : x; }
   Tensor after_layers(const Tensor& x) const { return final_ ? final_->forward(x) : x; }
   bool has_final() const { return final_.has_value(); }
+  const LayerNorm* final_norm() const { return final_ ? &*final_ : nullptr; }
 
  private:
   std::optional<LayerNorm> embedding_;

@@ -351,8 +351,10 @@ EncoderDecoderModel::DecodedStep EncoderDecoderModel::decode(EncoderDecoderState
   const DecoderStepInputs in_place{positions,      key_lengths,          history, memory_starts,
                                    source_lengths, state.memory.span(), &cache_rows};
   bool selected = false;
+  // A pre-norm step's kernel ends with the stack's final norm; a post-norm stack has none in this engine's
+  // models, but where one would, it follows the kernel.
   if (persistent_layers(state, x, in_place, reorder, greedy, selected))
-    return DecodedStep{target_norms_.after_layers(x), selected};
+    return DecodedStep{config_.decoder.pre_norm ? x : target_norms_.after_layers(x), selected};
   // The layers read a reordered copy, which then goes back.
   Tensor reordered({rows, state.rows.capacity()}, DataType::I32, options_.device);
   ops::copy_row_prefixes(history, &reorder, positions, reordered);
@@ -371,20 +373,27 @@ bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& 
   const int64_t persistent_rows = options_.tuning.persistent_decode_rows == kPersistentDecodeAuto
                                       ? default_persistent_decode_rows(options_.dtype)
                                       : options_.tuning.persistent_decode_rows;
-  // The kernel fuses the post-norm block ends (the residual sum, then its norm) into its phases. Its products
-  // sum in another order than the layer-by-layer GEMMs: batch-invariant mode never takes it.
-  if (x.dim(0) > persistent_rows || config_.decoder.pre_norm || options_.tuning.batch_invariant) return false;
+  // The kernel folds the norms into its products' input and the residual sums into their epilogues, pre-norm
+  // (with the stack's final norm) or post-norm. Its products sum in another order than the layer-by-layer
+  // GEMMs: batch-invariant mode never takes it.
+  const LayerNorm* final_norm = target_norms_.final_norm();
+  const bool pre_norm = config_.decoder.pre_norm;
+  if (x.dim(0) > persistent_rows || (pre_norm && final_norm == nullptr) || options_.tuning.batch_invariant)
+    return false;
   std::vector<ops::PersistentDecoderLayer> layers;
   std::vector<DecoderLayerCache>& caches = state.layer_caches();
   for (size_t i = 0; i < decoder_layers_.size(); ++i) layers.push_back(decoder_layers_[i].describe(caches[i]));
   const ops::PersistentDecoderStep step{&inputs.positions,      &inputs.key_lengths, &inputs.memory_starts,
                                         &inputs.source_lengths, inputs.cache_rows,   &inputs.history,
                                         inputs.source_span,     config_.decoder.num_heads,
-                                        config_.layer_norm_epsilon, config_.activation, &reorder};
+                                        config_.layer_norm_epsilon, config_.activation, &reorder,
+                                        pre_norm,                   pre_norm ? &final_norm->gamma() : nullptr,
+                                        pre_norm ? &final_norm->beta() : nullptr};
   if (!ops::persistent_decoder_fits(x, layers, step)) return false;
   ++step_counts_.persistent;
-  // The folded output layer reads the last layer's rows as they are: no final norm in between.
-  selected = greedy != nullptr && options_.tuning.persistent_argmax && !target_norms_.has_final() &&
+  // The folded output layer reads the kernel's last norm: a final norm after a post-norm kernel would come
+  // between them.
+  selected = greedy != nullptr && options_.tuning.persistent_argmax && (pre_norm || !target_norms_.has_final()) &&
              ops::persistent_output_fits(x, layers, step, *greedy);
   if (selected) ++step_counts_.persistent_argmax;
   x = ops::persistent_decoder_step(x, layers, step, selected ? greedy : nullptr);

@@ -221,6 +221,11 @@ struct PersistentDecoderStep {
   float epsilon = 1e-5f;
   Activation activation = Activation::Relu;
   const Tensor* reorder = nullptr;
+  // Pre-norm layers (mBART, M2M-100/NLLB): each sublayer normalizes its input with its own norm (the layer's
+  // self_, cross_ and ffn_ gamma and beta) and adds its output to the stream; the stack's final norm
+  // ([d] each) ends the step. Post-norm: each norm is on its sublayer's output.
+  bool pre_norm = false;
+  const Tensor *final_gamma = nullptr, *final_beta = nullptr;
 };
 // The output layer folded into the persistent step, for greedy search: each row's best id that the bitmap
 // does not suppress and its log-prob, z - logsumexp(z) over the whole vocabulary with z = x W^T + bias,

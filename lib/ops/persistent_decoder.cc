@@ -51,7 +51,8 @@ void check_layer(const PersistentDecoderLayer& layer, const Tensor& x, int64_t f
                  "{}: the caches' shapes do not match", kOp);
 }
 
-void check_step(const PersistentDecoderStep& step, int64_t rows) {
+void check_step(const PersistentDecoderStep& step, const Tensor& x) {
+  const int64_t rows = x.dim(0);
   for (const Tensor* input : {step.positions, step.key_lengths, step.memory_starts, step.source_lengths, step.cache_rows,
                               step.reorder}) {
     if (input == nullptr) continue;  // no reorder: each row continues its own history row
@@ -62,6 +63,11 @@ void check_step(const PersistentDecoderStep& step, int64_t rows) {
   check_rank(kOp, "history", *step.history, 2);
   SEQTRANS_CHECK(step.history->dim(0) >= rows, "{}: a history of {} rows for {} rows", kOp, step.history->dim(0), rows);
   check_dtype(kOp, "history", *step.history, DataType::I32);
+  if (step.pre_norm) {
+    SEQTRANS_CHECK(step.final_gamma != nullptr && step.final_beta != nullptr,
+                   "{}: a pre-norm step needs the stack's final norm", kOp);
+    check_norm("final norm", step.final_gamma, step.final_beta, x);
+  }
 }
 
 void check_output(const PersistentGreedyOutput& output, const Tensor& x) {
@@ -127,7 +133,7 @@ Tensor persistent_decoder_step(const Tensor& x, const std::vector<PersistentDeco
                  x.dim(1), layers.size());
   const int64_t ffn = layers.front().inner_weight->dim(0);
   for (const PersistentDecoderLayer& layer : layers) check_layer(layer, x, ffn);
-  check_step(step, x.dim(0));
+  check_step(step, x);
   if (output != nullptr) {
     SEQTRANS_CHECK(persistent_output_fits(x, layers, step, *output),
                    "{}: {} rows do not fit the folded output layer", kOp, x.dim(0));
