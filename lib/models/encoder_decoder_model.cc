@@ -370,16 +370,17 @@ EncoderDecoderModel::DecodedStep EncoderDecoderModel::decode(EncoderDecoderState
 bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs,
                                             const Tensor& reorder, const ops::PersistentGreedyOutput* greedy,
                                             bool& selected) const {
-  const int64_t persistent_rows = options_.tuning.persistent_decode_rows == kPersistentDecodeAuto
-                                      ? default_persistent_decode_rows(options_.dtype)
-                                      : options_.tuning.persistent_decode_rows;
+  const bool automatic = options_.tuning.persistent_decode_rows == kPersistentDecodeAuto;
+  const int64_t persistent_rows =
+      automatic ? default_persistent_decode_rows(options_.dtype) : options_.tuning.persistent_decode_rows;
   // The kernel folds the norms into its products' input and the residual sums into their epilogues, pre-norm
   // (with the stack's final norm) or post-norm. Its products sum in another order than the layer-by-layer
   // GEMMs: batch-invariant mode never takes it.
   const LayerNorm* final_norm = target_norms_.final_norm();
   const bool pre_norm = config_.decoder.pre_norm;
-  if (x.dim(0) > persistent_rows || (pre_norm && final_norm == nullptr) || options_.tuning.batch_invariant)
-    return false;
+  const bool pre_norm_declines =
+      pre_norm && (final_norm == nullptr || (automatic && x.dim(0) < kPersistentPreNormMinRows));
+  if (x.dim(0) > persistent_rows || pre_norm_declines || options_.tuning.batch_invariant) return false;
   std::vector<ops::PersistentDecoderLayer> layers;
   std::vector<DecoderLayerCache>& caches = state.layer_caches();
   for (size_t i = 0; i < decoder_layers_.size(); ++i) layers.push_back(decoder_layers_[i].describe(caches[i]));
@@ -394,6 +395,7 @@ bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& 
   // The folded output layer reads the kernel's last norm: a final norm after a post-norm kernel would come
   // between them.
   selected = greedy != nullptr && options_.tuning.persistent_argmax && (pre_norm || !target_norms_.has_final()) &&
+             greedy->weight->bytes() <= kPersistentOutputMaxBytes &&
              ops::persistent_output_fits(x, layers, step, *greedy);
   if (selected) ++step_counts_.persistent_argmax;
   x = ops::persistent_decoder_step(x, layers, step, selected ? greedy : nullptr);

@@ -1,6 +1,7 @@
 // The engine's tuning switches and the measured defaults behind them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -15,6 +16,17 @@ namespace seqtrans {
 // products run on CUDA cores, ahead at 1 and 2 rows only (H200: 1.11x, 1.09x; 0.56x at 16, where every
 // warp re-reads each input row per output column).
 inline constexpr int64_t kPersistentDecodeRowsF16 = 16, kPersistentDecodeRowsF32 = 2;
+// The greedy output layer runs inside the persistent kernel only for weights of at most this many bytes: the
+// kernel's grid (a block of 8 warps a multiprocessor) streamed NLLB-600M's 525 MB in 202 us a step against
+// 118 us for the separate product (H200, batch 1: 0.94x with it folded, 0.86x at 2 rows; even at 4 and 8),
+// while Transformer-base's 33 MB gains (1.05-1.17x). OPUS-MT heads are 30-60 MB.
+inline constexpr size_t kPersistentOutputMaxBytes = size_t{128} << 20;
+// Pre-norm stacks (mBART, M2M-100/NLLB) take the persistent kernel by default only from this many rows, where
+// its fp16 products run on tensor cores; at 1 and 2 rows its CUDA-core products at d = 1,024 lose to the
+// graph's small-rows kernels (H200, NLLB-600M shape, ms a step against main: 1 row 0.76-0.79 vs 0.66, 2 rows
+// 0.88-0.89 vs 0.79-0.81; 4 rows 0.79-0.81 vs 0.87-0.89, 8 rows 0.83-0.85 vs 0.91-1.01, beam 4 x 1 0.85-0.87
+// vs 0.97-1.00). An explicit EngineTuning::persistent_decode_rows applies from one row.
+inline constexpr int64_t kPersistentPreNormMinRows = 3;
 // EngineTuning::persistent_decode_rows: the crossover of the model's dtype.
 inline constexpr int64_t kPersistentDecodeAuto = -1;
 // Greedy steps run at once where EngineTuning::steps_per_read asks for it: the host's round trip (50-60 us a
