@@ -1232,9 +1232,7 @@ void launch_persistent_decoder(const Tensor& x, const std::vector<ops::Persisten
   args.epsilon = step.epsilon;
   args.activation = step.activation;
   args.pre_norm = step.pre_norm;
-  if (step.pre_norm) {
-    SEQTRANS_CHECK(step.final_gamma != nullptr && step.final_beta != nullptr,
-                   "persistent_decoder_step: a pre-norm step needs the stack's final norm");
+  if (step.pre_norm) {  // ops::persistent_decoder_step checked that the final norm is there and its shape
     args.final_gamma = step.final_gamma->data<T>();
     args.final_beta = step.final_beta->data<T>();
     SEQTRANS_CHECK(is_aligned(args.final_gamma, 16) && is_aligned(args.final_beta, 16),
