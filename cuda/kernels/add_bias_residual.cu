@@ -17,7 +17,7 @@ __global__ void add_bias_residual_kernel(const T* __restrict__ x, const T* __res
     V sum;
 #pragma unroll
     for (int j = 0; j < N; ++j)
-      sum.value[j] = from_float<T>(to_float(skip.value[j]) + (to_float(value.value[j]) + to_float(shift.value[j])));
+      sum.value[j] = add_bias_residual_element(value.value[j], shift.value[j], skip.value[j]);
     reinterpret_cast<V*>(out)[i] = sum;
   }
 }

@@ -30,6 +30,13 @@ __device__ __forceinline__ __half from_float<__half>(float x) {
   return __float2half_rn(x);
 }
 
+// A pre-norm sublayer's output joining the residual stream, residual + (x + bias) rounded to T (Hugging Face's
+// order: the projection with its bias first): add_bias_residual's element, and add_bias_residual_norm's sum.
+template <typename T>
+__device__ __forceinline__ T add_bias_residual_element(T x, T bias, T residual) {
+  return from_float<T>(to_float(residual) + (to_float(x) + to_float(bias)));
+}
+
 // ---- vectors: N elements moved as one aligned access (16 bytes for the widest) ----
 
 template <typename T, int N>

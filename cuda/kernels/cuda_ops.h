@@ -19,10 +19,24 @@ bool fused_matmul_gated_activation(const Tensor& x, const Tensor& weight, const 
                                    cudaStream_t stream);
 bool fused_matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                                 Tensor& out, cudaStream_t stream);
+// ops::rms_norm_matmul and ops::add_residual_rms_norm_matmul_gated: the RMS norm (of x + residual, written to
+// sum, where residual is given) in the small-rows kernel's prologue, the product (gated: SwiGLU's) after it.
+struct RmsNormProduct {
+  const ops::RmsNormWeights& norm;
+  const Tensor& weight;
+  const Tensor* bias = nullptr;
+  bool gated = false;
+  const Tensor* residual = nullptr;
+  Tensor* sum = nullptr;
+};
+bool fused_rms_norm_matmul(const Tensor& x, const RmsNormProduct& product, Tensor& out, cudaStream_t stream);
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out, cudaStream_t stream);
+// ops::add_bias_residual_norm: sum = add_bias_residual's, out = layer_norm's of it.
+void add_bias_residual_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                            const ops::LayerNormWeights& norm, Tensor& sum, Tensor& out, cudaStream_t stream);
 // ops::rms_norm of x; with a residual, ops::add_residual_rms_norm: *sum = x + residual, out its norm.
 void rms_norm(const Tensor& x, const Tensor* residual, const ops::RmsNormWeights& norm, Tensor* sum, Tensor& out,
               cudaStream_t stream);

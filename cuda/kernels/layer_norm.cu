@@ -1,13 +1,23 @@
-// layer_norm and add_bias_residual_layer_norm, statistics two-pass in fp32. Rows of up to 256 16-byte
-// vectors (d <= 2048 in fp16, 1024 in fp32): one warp per row, the row in registers, no block barrier.
-// Wider or unaligned rows: one block per row, the row staged in shared memory.
+// layer_norm, add_bias_residual_layer_norm and add_bias_residual_norm, statistics two-pass in fp32. Rows of up
+// to 256 16-byte vectors (d <= 2048 in fp16, 1024 in fp32): one warp per row, the row in registers, no block
+// barrier. Wider or unaligned rows: one block per row, the row staged in shared memory.
+// add_bias_residual_norm's kernel writes each element of the sum as add_bias_residual rounds it and normalizes
+// the rounded row with layer_norm's code on the kernel layer_norm would take for that row, so both outputs
+// are the two ops' bits.
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
 
 namespace seqtrans::cuda {
 namespace {
 
-// bias and residual are null unless the kernel is the fused one.
+// What the kernels normalize.
+enum class RowInput {
+  X,                // layer_norm: x
+  BiasResidual,     // add_bias_residual_layer_norm (post-norm): x + bias + residual in fp32
+  BiasResidualSum,  // add_bias_residual_norm (pre-norm): residual + (x + bias) rounded to T, written to sum
+};
+
+// bias and residual are null for RowInput::X, sum unless RowInput::BiasResidualSum.
 template <typename T>
 struct LayerNormArguments {
   const T* x;         // [rows, width]
@@ -15,27 +25,38 @@ struct LayerNormArguments {
   const T* residual;  // [rows, width]
   const T* gamma;     // [width]
   const T* beta;      // [width]
+  T* sum;             // [rows, width]
   T* out;             // [rows, width]
   float epsilon;
   int rows;
   int width;
 };
 
-// Vector v of a row as floats: x, plus the bias and the residual when the kernel is the fused one.
-template <typename T, int N, bool kFused>
+// Vector v of the row kInput names, as floats (RowInput::BiasResidualSum also writes it to the sum).
+template <typename T, int N, RowInput kInput>
 __device__ __forceinline__ void load_row_vector(const LayerNormArguments<T>& args, int64_t row_offset, int v,
                                                 float (&element)[N]) {
   using V = Vector<T, N>;
   const V value = reinterpret_cast<const V*>(args.x + row_offset)[v];
-  V shift, skip;
-  if constexpr (kFused) {
-    shift = reinterpret_cast<const V*>(args.bias)[v];
-    skip = reinterpret_cast<const V*>(args.residual + row_offset)[v];
-  }
+  if constexpr (kInput == RowInput::X) {
 #pragma unroll
-  for (int e = 0; e < N; ++e) {
-    element[e] = to_float(value.value[e]);
-    if constexpr (kFused) element[e] = element[e] + to_float(shift.value[e]) + to_float(skip.value[e]);
+    for (int e = 0; e < N; ++e) element[e] = to_float(value.value[e]);
+  } else {
+    const V shift = reinterpret_cast<const V*>(args.bias)[v];
+    const V skip = reinterpret_cast<const V*>(args.residual + row_offset)[v];
+    if constexpr (kInput == RowInput::BiasResidual) {
+#pragma unroll
+      for (int e = 0; e < N; ++e)
+        element[e] = to_float(value.value[e]) + to_float(shift.value[e]) + to_float(skip.value[e]);
+    } else {
+      V sum;
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        sum.value[e] = add_bias_residual_element(value.value[e], shift.value[e], skip.value[e]);
+        element[e] = to_float(sum.value[e]);
+      }
+      reinterpret_cast<V*>(args.sum + row_offset)[v] = sum;
+    }
   }
 }
 
@@ -54,7 +75,7 @@ __device__ __forceinline__ void store_normalized_vector(const LayerNormArguments
   reinterpret_cast<V*>(args.out + row_offset)[v] = result;
 }
 
-template <typename T, int N, bool kFused>
+template <typename T, int N, RowInput kInput>
 __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
   const int width = args.width;
   extern __shared__ float row[];  // [width]
@@ -65,7 +86,7 @@ __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
   float sum = 0.0f;
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
     float element[N];
-    load_row_vector<T, N, kFused>(args, row_offset, v, element);
+    load_row_vector<T, N, kInput>(args, row_offset, v, element);
 #pragma unroll
     for (int e = 0; e < N; ++e) {
       row[v * N + e] = element[e];
@@ -93,7 +114,7 @@ __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
 }
 
 // kVectors: 16-byte vectors per lane (the row has at most 32 * kVectors of them).
-template <typename T, int kVectors, bool kFused>
+template <typename T, int kVectors, RowInput kInput>
 __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
   const int rows = args.rows, width = args.width;
   constexpr int N = kVectorWidth<T>;
@@ -111,7 +132,7 @@ __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
     if (lane + 32 * i < vectors) {
       scale[i] = reinterpret_cast<const Vector<T, N>*>(args.gamma)[lane + 32 * i];
       offset[i] = reinterpret_cast<const Vector<T, N>*>(args.beta)[lane + 32 * i];
-      load_row_vector<T, N, kFused>(args, row_offset, lane + 32 * i, values[i]);
+      load_row_vector<T, N, kInput>(args, row_offset, lane + 32 * i, values[i]);
 #pragma unroll
       for (int e = 0; e < N; ++e) sum += values[i][e];
     }
@@ -134,53 +155,86 @@ __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
       store_normalized_vector<T, N>(args, row_offset, lane + 32 * i, values[i], mean, inverse_std, scale[i], offset[i]);
 }
 
-template <typename T, int kVectors, bool kFused>
+template <typename T, int kVectors, RowInput kInput>
 void launch_layer_norm_warp(const LayerNormArguments<T>& args, cudaStream_t stream) {
   constexpr int kThreads = 128;
   const unsigned blocks = static_cast<unsigned>((args.rows + kThreads / 32 - 1) / (kThreads / 32));
-  layer_norm_warp_kernel<T, kVectors, kFused><<<blocks, kThreads, 0, stream>>>(args);
+  layer_norm_warp_kernel<T, kVectors, kInput><<<blocks, kThreads, 0, stream>>>(args);
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, bool kFused>
-void launch_layer_norm(const Tensor& x, const Tensor* bias, const Tensor* residual, const ops::LayerNormWeights& norm,
-                       Tensor& out, cudaStream_t stream) {
-  const int64_t rows = x.dim(0), width = x.dim(1);
+// The kernels' arguments; bias, residual and sum may be null (RowInput says which a kernel reads).
+template <typename T>
+LayerNormArguments<T> layer_norm_arguments(const Tensor& x, const Tensor* bias, const Tensor* residual,
+                                           const ops::LayerNormWeights& norm, Tensor* sum, Tensor& out) {
+  LayerNormArguments<T> args;
+  args.x = x.data<T>();
+  args.bias = bias != nullptr ? bias->data<T>() : nullptr;
+  args.residual = residual != nullptr ? residual->data<T>() : nullptr;
+  args.gamma = norm.gamma.data<T>();
+  args.beta = norm.beta.data<T>();
+  args.sum = sum != nullptr ? sum->data<T>() : nullptr;
+  args.out = out.data<T>();
+  args.epsilon = norm.epsilon;
+  args.rows = static_cast<int>(x.dim(0));
+  args.width = static_cast<int>(x.dim(1));
+  return args;
+}
+
+// Whether the kernels move the rows in 16-byte vectors: a whole number of them a row, every operand aligned.
+// Which kernel runs, and so the order of the row's sums, follows from it and the width alone.
+template <typename T>
+bool vectorized(const LayerNormArguments<T>& args) {
+  return args.width % kVectorWidth<T> == 0 && is_aligned(args.x, 16) && is_aligned(args.bias, 16) &&
+         is_aligned(args.residual, 16) && is_aligned(args.gamma, 16) && is_aligned(args.beta, 16) &&
+         is_aligned(args.sum, 16) && is_aligned(args.out, 16);
+}
+
+template <typename T, RowInput kInput>
+void launch_layer_norm(const LayerNormArguments<T>& args, cudaStream_t stream) {
+  const int rows = args.rows, width = args.width;
   if (rows == 0 || width == 0) return;
   const size_t shared_bytes = sizeof(float) * static_cast<size_t>(width);
   SEQTRANS_CHECK(shared_bytes <= context().properties.sharedMemPerBlock,
                  "layer_norm: width {} exceeds the {} bytes of shared memory a block has", width,
                  context().properties.sharedMemPerBlock);
-  LayerNormArguments<T> args;
-  args.x = x.data<T>();
-  args.bias = kFused ? bias->data<T>() : nullptr;
-  args.residual = kFused ? residual->data<T>() : nullptr;
-  args.gamma = norm.gamma.data<T>();
-  args.beta = norm.beta.data<T>();
-  args.out = out.data<T>();
-  args.epsilon = norm.epsilon;
-  args.rows = static_cast<int>(rows);
-  args.width = static_cast<int>(width);
   constexpr int kWidth = kVectorWidth<T>;
-  const bool vectorized = width % kWidth == 0 && is_aligned(args.x, 16) && is_aligned(args.out, 16) &&
-                          is_aligned(args.gamma, 16) && is_aligned(args.beta, 16) &&
-                          (!kFused || (is_aligned(args.bias, 16) && is_aligned(args.residual, 16)));
-  if (vectorized && width / kWidth <= 256) {
-    const int64_t per_lane = (width / kWidth + 31) / 32;
-    if (per_lane <= 1) return launch_layer_norm_warp<T, 1, kFused>(args, stream);
-    if (per_lane <= 2) return launch_layer_norm_warp<T, 2, kFused>(args, stream);
-    if (per_lane <= 4) return launch_layer_norm_warp<T, 4, kFused>(args, stream);
-    return launch_layer_norm_warp<T, 8, kFused>(args, stream);
+  const bool in_vectors = vectorized(args);
+  if (in_vectors && width / kWidth <= 256) {
+    const int per_lane = (width / kWidth + 31) / 32;
+    if (per_lane <= 1) return launch_layer_norm_warp<T, 1, kInput>(args, stream);
+    if (per_lane <= 2) return launch_layer_norm_warp<T, 2, kInput>(args, stream);
+    if (per_lane <= 4) return launch_layer_norm_warp<T, 4, kInput>(args, stream);
+    return launch_layer_norm_warp<T, 8, kInput>(args, stream);
   }
-  const int vector_width = vectorized ? kWidth : 1;
+  const int vector_width = in_vectors ? kWidth : 1;
   const int max_threads = std::min(1024, context().properties.maxThreadsPerBlock);
-  const int threads = static_cast<int>(std::clamp<int64_t>((width / vector_width + 31) / 32 * 32, 32, max_threads));
+  const int threads = std::clamp((width / vector_width + 31) / 32 * 32, 32, max_threads);
   const unsigned blocks = static_cast<unsigned>(rows);
-  if (vectorized)
-    layer_norm_kernel<T, kWidth, kFused><<<blocks, threads, shared_bytes, stream>>>(args);
+  if (in_vectors)
+    layer_norm_kernel<T, kWidth, kInput><<<blocks, threads, shared_bytes, stream>>>(args);
   else
-    layer_norm_kernel<T, 1, kFused><<<blocks, threads, shared_bytes, stream>>>(args);
+    layer_norm_kernel<T, 1, kInput><<<blocks, threads, shared_bytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
+}
+
+// The kernel of kInput on these operands (as layer_norm_arguments takes them), in x's dtype.
+template <RowInput kInput>
+void run_layer_norm(const Tensor& x, const Tensor* bias, const Tensor* residual, const ops::LayerNormWeights& norm,
+                    Tensor* sum, Tensor& out, cudaStream_t stream) {
+  if (x.dtype() == DataType::F16)
+    launch_layer_norm<__half, kInput>(layer_norm_arguments<__half>(x, bias, residual, norm, sum, out), stream);
+  else
+    launch_layer_norm<float, kInput>(layer_norm_arguments<float>(x, bias, residual, norm, sum, out), stream);
+}
+
+// Whether add_bias_residual_norm's kernel reads its row as layer_norm(sum) would: layer_norm moves the sum in
+// vectors where it, out, gamma and beta are aligned; the fused kernel needs x, bias and residual aligned too.
+template <typename T>
+bool fused_reads_as_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                               const ops::LayerNormWeights& norm, Tensor& sum, Tensor& out) {
+  return vectorized(layer_norm_arguments<T>(x, &bias, &residual, norm, &sum, out)) ==
+         vectorized(layer_norm_arguments<T>(sum, nullptr, nullptr, norm, nullptr, out));
 }
 
 void check_norm(const char* op, const Tensor& x, const ops::LayerNormWeights& norm, const Tensor& out) {
@@ -193,28 +247,43 @@ void check_norm(const char* op, const Tensor& x, const ops::LayerNormWeights& no
   SEQTRANS_CHECK(x.dim(0) <= context().properties.maxGridSize[0], "{}: {} rows exceed the grid limit", op, x.dim(0));
 }
 
+void check_bias_residual(const char* op, const Tensor& x, const Tensor& bias, const Tensor& residual) {
+  check_on_device(op, "bias", bias);
+  check_on_device(op, "residual", residual);
+  check_same_dtype(op, "bias", bias, x.dtype());
+  check_same_dtype(op, "residual", residual, x.dtype());
+}
+
 }  // namespace
 
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream) {
   const char* op = "add_bias_residual_layer_norm";
   check_norm(op, x, norm, out);
-  check_on_device(op, "bias", bias);
-  check_on_device(op, "residual", residual);
-  check_same_dtype(op, "bias", bias, x.dtype());
-  check_same_dtype(op, "residual", residual, x.dtype());
-  if (x.dtype() == DataType::F16)
-    launch_layer_norm<__half, true>(x, &bias, &residual, norm, out, stream);
-  else
-    launch_layer_norm<float, true>(x, &bias, &residual, norm, out, stream);
+  check_bias_residual(op, x, bias, residual);
+  run_layer_norm<RowInput::BiasResidual>(x, &bias, &residual, norm, nullptr, out, stream);
 }
 
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream) {
   check_norm("layer_norm", x, norm, out);
-  if (x.dtype() == DataType::F16)
-    launch_layer_norm<__half, false>(x, nullptr, nullptr, norm, out, stream);
-  else
-    launch_layer_norm<float, false>(x, nullptr, nullptr, norm, out, stream);
+  run_layer_norm<RowInput::X>(x, nullptr, nullptr, norm, nullptr, out, stream);
+}
+
+void add_bias_residual_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                            const ops::LayerNormWeights& norm, Tensor& sum, Tensor& out, cudaStream_t stream) {
+  const char* op = "add_bias_residual_norm";
+  check_norm(op, x, norm, out);
+  check_bias_residual(op, x, bias, residual);
+  check_on_device(op, "sum", sum);
+  check_same_dtype(op, "sum", sum, x.dtype());
+  const bool fusable = x.dtype() == DataType::F16 ? fused_reads_as_layer_norm<__half>(x, bias, residual, norm, sum, out)
+                                                  : fused_reads_as_layer_norm<float>(x, bias, residual, norm, sum, out);
+  if (!fusable) {  // the same kernel for the norm, and so the same order of its sums, as the two ops take
+    add_bias_residual(x, bias, residual, sum, stream);
+    layer_norm(sum, norm, out, stream);
+    return;
+  }
+  run_layer_norm<RowInput::BiasResidualSum>(x, &bias, &residual, norm, &sum, out, stream);
 }
 
 }  // namespace seqtrans::cuda

@@ -47,6 +47,13 @@ struct SmallGemmArguments {
   const __half* residual_bias = nullptr;
   // gated (the CUDA-core kernel): b holds 2 n rows, gate then up; c = silu(gate) * up (gated_activation).
   bool gated = false;
+  // A prologue (the CUDA-core kernel): a is rms_norm's input, and the rows staged are its output, as
+  // rms_norm computes them (stage_rms_normed); with norm_residual, a + norm_residual is normalized and block
+  // 0 writes it to norm_sum (add_residual_rms_norm).
+  const __half* norm_weight = nullptr;
+  const __half* norm_residual = nullptr;
+  __half* norm_sum = nullptr;
+  float norm_epsilon = 0.0f;
 };
 
 // The value a column's epilogue stores: `value` (and `up`, gated) are the product plus the bias, in fp32.
@@ -85,11 +92,75 @@ __host__ __device__ constexpr int vectors_in_flight() {
   return (M <= 2 ? 8 : M <= 4 ? 4 : 2) / (kGated && M <= 4 ? 2 : 1);
 }
 
-// c[r, col] = alpha * a[r, :] . b[col, :] (+ bias[col], ReLU) for r < M. a is staged in shared memory;
-// each lane reads 16-byte slices of the weight row and keeps M fp32 sums. The first slices' loads are issued
-// before the staging, so they are in flight while it runs. A lane sums its slices in ascending order, however
-// many are in flight: the bits do not depend on vectors_in_flight.
-template <typename Out, int M, bool kGated>
+// Threads of rms_norm's block for rows of `vectors` 16-byte vectors (cuda/kernels/rms_norm.cu, one vector a
+// thread): the reduction the prologue must repeat.
+__host__ __device__ constexpr int rms_norm_threads(int vectors) { return vectors <= 32 ? 32 : (vectors + 31) / 32 * 32; }
+
+// Stages the M rows of rms_norm(a (+ residual)) in shared memory with rms_norm's bits: each of its block's
+// threads sums the squares of its vector, warps sum those, and one warp sums the warps' sums (block_sum); a
+// block of fewer threads plays its threads and warps in turn, in the same order.
+template <typename Out, int M>
+__device__ void stage_rms_normed(const SmallGemmArguments<Out>& args, uint4* staged) {
+  __shared__ float warp_squares[32];
+  const int vectors = args.k / 8, virtual_threads = rms_norm_threads(vectors);
+  const int lane = threadIdx.x % 32, virtual_warps = virtual_threads / 32;
+  const uint4* rows = reinterpret_cast<const uint4*>(args.a);
+  const uint4* residual_rows = reinterpret_cast<const uint4*>(args.norm_residual);
+  const uint4* weight = reinterpret_cast<const uint4*>(args.norm_weight);
+  // Row r's vector v: a + residual rounded to fp16 (the sum add_residual_rms_norm normalizes), or a.
+  const auto input = [&](int r, int v) {
+    uint4 x = rows[r * vectors + v];
+    if (residual_rows != nullptr) {
+      const uint4 skip = residual_rows[r * vectors + v];
+      __half* h = reinterpret_cast<__half*>(&x);
+      const __half* k = reinterpret_cast<const __half*>(&skip);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) h[e] = __float2half(__half2float(h[e]) + __half2float(k[e]));
+    }
+    return x;
+  };
+  for (int r = 0; r < M; ++r) {
+    for (int base = 0; base < virtual_threads; base += blockDim.x) {
+      const int t = base + threadIdx.x;
+      float squares = 0.0f;
+      if (t < vectors) {
+        const uint4 x = input(r, t);
+        const __half* h = reinterpret_cast<const __half*>(&x);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float value = __half2float(h[e]);
+          squares += value * value;
+        }
+      }
+      const float warp_total = warp_sum(squares);
+      if (lane == 0 && t < virtual_threads) warp_squares[t / 32] = warp_total;
+    }
+    __syncthreads();
+    const float total = warp_sum(lane < virtual_warps ? warp_squares[lane] : 0.0f);
+    const float inverse_rms = rsqrtf(total / static_cast<float>(args.k) + args.norm_epsilon);
+    for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
+      const uint4 x = input(r, v), w = weight[v];
+      if (args.norm_sum != nullptr && blockIdx.x == 0) reinterpret_cast<uint4*>(args.norm_sum)[r * vectors + v] = x;
+      uint4 normalized;
+      const __half* h = reinterpret_cast<const __half*>(&x);
+      const __half* g = reinterpret_cast<const __half*>(&w);
+      __half* out = reinterpret_cast<__half*>(&normalized);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        out[e] = __float2half(__half2float(g[e]) * __half2float(__float2half(__half2float(h[e]) * inverse_rms)));
+      staged[r * vectors + v] = normalized;
+    }
+    __syncthreads();  // warp_squares is read before the next row writes it
+  }
+}
+
+// c[r, col] = alpha * a[r, :] . b[col, :] (+ bias[col], ReLU) for r < M. a is staged in shared memory
+// (kNormed: through the RMS norm prologue, its own instantiation, since the prologue's code in the plain
+// kernel slowed it: NLLB batch 1 0.68-0.70 -> 0.78 ms a step, H200); each lane reads 16-byte slices of the
+// weight row and keeps M fp32 sums. The first slices' loads are issued before the staging, so they are in
+// flight while it runs. A lane sums its slices in ascending order, however many are in flight: the bits do
+// not depend on vectors_in_flight.
+template <typename Out, int M, bool kGated, bool kNormed = false>
 __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(SmallGemmArguments<Out> args) {
   extern __shared__ uint4 staged[];  // [M, k / 8] vectors of 8 halves
   const int vectors = args.k / 8;
@@ -111,8 +182,12 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
     }
   };
   load_slices(lane);
-  for (int i = threadIdx.x; i < M * vectors; i += blockDim.x) staged[i] = reinterpret_cast<const uint4*>(args.a)[i];
-  __syncthreads();
+  if constexpr (kNormed) {
+    stage_rms_normed<Out, M>(args, staged);
+  } else {
+    for (int i = threadIdx.x; i < M * vectors; i += blockDim.x) staged[i] = reinterpret_cast<const uint4*>(args.a)[i];
+    __syncthreads();
+  }
   if (column >= args.n) return;  // the whole warp leaves together, after the barrier
   constexpr int kUpRows = kGated ? M : 1;
   float sums[M], up_sums[kUpRows];
@@ -223,7 +298,12 @@ void launch_small_rows_mma(const SmallGemmArguments<Out>& args, int m, cudaStrea
 
 template <typename Out, int M>
 void launch_small_rows(const SmallGemmArguments<Out>& args, cudaStream_t stream) {
-  const auto kernel = args.gated ? small_rows_gemm_kernel<Out, M, true> : small_rows_gemm_kernel<Out, M, false>;
+  auto kernel = args.gated ? small_rows_gemm_kernel<Out, M, true> : small_rows_gemm_kernel<Out, M, false>;
+  // The RMS norm prologue runs at one row only (fused_rms_norm_matmul).
+  if constexpr (M == 1) {
+    if (args.norm_weight != nullptr)
+      kernel = args.gated ? small_rows_gemm_kernel<Out, 1, true, true> : small_rows_gemm_kernel<Out, 1, false, true>;
+  }
   // Narrow outputs: 4 columns per block, so that 512 columns still spread over 128 multiprocessors. Wide
   // ones (the logits): 8, so that fewer blocks stage the rows of a.
   const int threads = args.n <= 4096 ? 128 : kSmallMaxThreads, columns = threads / 32;
@@ -273,11 +353,16 @@ bool small_rows_mma_apply(const Tensor& a, const Tensor& b, const Tensor& c, con
          k % (kMmaSliceVectors * 8) == 0 && c.dim(1) >= kMmaMinColumns;
 }
 
-// The fused epilogues of ops::matmul_gated_activation and ops::matmul_bias_residual (SmallGemmArguments).
+// The fused epilogues of ops::matmul_gated_activation and ops::matmul_bias_residual, and the RMS norm prologue
+// of ops::rms_norm_matmul (SmallGemmArguments).
 struct SmallRowsEpilogue {
   const __half* residual = nullptr;
   const __half* residual_bias = nullptr;
   bool gated = false;
+  const __half* norm_weight = nullptr;
+  const __half* norm_residual = nullptr;
+  __half* norm_sum = nullptr;
+  float norm_epsilon = 0.0f;
 };
 
 template <typename Out>
@@ -287,6 +372,10 @@ void run_small_rows(const Tensor& a, const Tensor& b, Tensor& c, const ops::Matm
   args.residual = epilogue.residual;
   args.residual_bias = epilogue.residual_bias;
   args.gated = epilogue.gated;
+  args.norm_weight = epilogue.norm_weight;
+  args.norm_residual = epilogue.norm_residual;
+  args.norm_sum = epilogue.norm_sum;
+  args.norm_epsilon = epilogue.norm_epsilon;
   args.a = a.data<__half>();
   args.b = b.data<__half>();
   args.bias = options.bias != nullptr ? options.bias->data<__half>() : nullptr;
@@ -365,21 +454,51 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
     add_bias(c, *options.bias, stream);
 }
 
-bool fused_matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out,
-                                   cudaStream_t stream) {
-  if (batch_invariant()) return false;
-  ops::MatmulOptions options;
-  options.bias = bias;
-  // The CUDA-core kernel only: each warp computes a gate column and its up column (out stands for the c
-  // the kernel writes, half as wide as the product). Where matmul would run the whole product on tensor
-  // cores, which sum in another order, the ops run one by one.
+namespace {
+
+// The CUDA-core small-rows kernel takes x W^T (+ bias) into out, and matmul would run it there too (not on
+// tensor cores, which sum in another order): the condition of its fused forms. gated: out stands for the c
+// the kernel writes, half as wide as the product of W's 2 n rows.
+bool cuda_core_small_rows(const Tensor& x, const Tensor& weight, const ops::MatmulOptions& options, const Tensor& out) {
   const bool product_on_tensor_cores = x.dim(0) >= 2 && weight.dim(0) >= kMmaMinColumns &&
                                        x.dim(1) % (kMmaSliceVectors * 8) == 0;
-  if (out.dtype() != DataType::F16 || product_on_tensor_cores || !small_rows_apply(x, weight, out, options))
-    return false;
+  return !batch_invariant() && out.dtype() == DataType::F16 && !product_on_tensor_cores &&
+         small_rows_apply(x, weight, out, options);
+}
+
+}  // namespace
+
+bool fused_matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out,
+                                   cudaStream_t stream) {
+  ops::MatmulOptions options;
+  options.bias = bias;
+  // Each warp computes a gate column and its up column.
+  if (!cuda_core_small_rows(x, weight, options, out)) return false;
   SmallRowsEpilogue epilogue;
   epilogue.gated = true;
   run_small_rows<__half>(x, weight, out, options, /*tensor_cores=*/false, stream, epilogue);
+  return true;
+}
+
+bool fused_rms_norm_matmul(const Tensor& x, const RmsNormProduct& product, Tensor& out, cudaStream_t stream) {
+  ops::MatmulOptions options;
+  options.bias = product.bias;
+  const int64_t vectors = x.dim(1) / 8;
+  // rms_norm's kernel reads 16-byte vectors, one a thread, up to 1,024 threads: the reduction the prologue
+  // repeats.
+  const bool norm_as_kernel = x.dim(1) % 8 == 0 && vectors <= 1024 && product.norm.weight.dtype() == DataType::F16 &&
+                              product.norm.weight.shape() == Shape{x.dim(1)} && is_aligned(product.norm.weight.raw(), 16) &&
+                              (product.residual == nullptr || is_aligned(product.residual->raw(), 16));
+  // One row only: every block normalizes the rows it stages, which at 2 rows cost more than the launch it
+  // saves (H200, TinyLlama shape, ms a token: 1 row 1.030 -> 1.012, 2 rows 1.21 -> 1.26).
+  if (x.dim(0) != 1 || !norm_as_kernel || !cuda_core_small_rows(x, product.weight, options, out)) return false;
+  SmallRowsEpilogue epilogue;
+  epilogue.gated = product.gated;
+  epilogue.norm_weight = product.norm.weight.data<__half>();
+  epilogue.norm_residual = product.residual != nullptr ? product.residual->data<__half>() : nullptr;
+  epilogue.norm_sum = product.sum != nullptr ? product.sum->data<__half>() : nullptr;
+  epilogue.norm_epsilon = product.norm.epsilon;
+  run_small_rows<__half>(x, product.weight, out, options, /*tensor_cores=*/false, stream, epilogue);
   return true;
 }
 

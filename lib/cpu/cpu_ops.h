@@ -19,6 +19,12 @@ void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Ten
                                   const ops::LayerNormWeights& norm, Tensor& out);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out);
 void add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out);
+// The same on rows [begin, end) only: add_bias_residual_norm's sums, row by row with their norms.
+void add_bias_residual_rows(const Tensor& x, const Tensor& bias, const Tensor& residual, Tensor& out, int64_t begin,
+                            int64_t end);
+// ops::add_bias_residual_norm: sum = add_bias_residual's, out = layer_norm's of it.
+void add_bias_residual_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                            const ops::LayerNormWeights& norm, Tensor& sum, Tensor& out);
 // ops::rms_norm of x; with a residual, ops::add_residual_rms_norm: *sum = x + residual, out its norm.
 void rms_norm(const Tensor& x, const Tensor* residual, const ops::RmsNormWeights& norm, Tensor* sum, Tensor& out);
 void add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tensor>& parts);

@@ -24,6 +24,18 @@ void normalize_row(float* row, int64_t width, const ops::LayerNormWeights& norm)
     row[i] = static_cast<float>((row[i] - mean) * inverse_std) * gamma[i] + beta[i];
 }
 
+// layer_norm of rows [begin, end) of x.
+void layer_norm_rows(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, int64_t begin, int64_t end) {
+  const int64_t width = x.dim(1);
+  const float* in = x.data<float>();
+  float* result = out.data<float>();
+  for (int64_t row = begin; row < end; ++row) {
+    float* out_row = result + row * width;
+    for (int64_t i = 0; i < width; ++i) out_row[i] = in[row * width + i];
+    normalize_row(out_row, width, norm);
+  }
+}
+
 }  // namespace
 
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
@@ -43,15 +55,15 @@ void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Ten
 }
 
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out) {
-  const int64_t rows = x.dim(0), width = x.dim(1);
-  const float* in = x.data<float>();
-  float* result = out.data<float>();
-  parallel_for(rows, kRowsPerPart, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      float* out_row = result + row * width;
-      for (int64_t i = 0; i < width; ++i) out_row[i] = in[row * width + i];
-      normalize_row(out_row, width, norm);
-    }
+  parallel_for(x.dim(0), kRowsPerPart, [&](int64_t begin, int64_t end) { layer_norm_rows(x, norm, out, begin, end); });
+}
+
+void add_bias_residual_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                            const ops::LayerNormWeights& norm, Tensor& sum, Tensor& out) {
+  // A part's sums, then their norms, while its rows are still in cache: each the two ops' own row code.
+  parallel_for(x.dim(0), kRowsPerPart, [&](int64_t begin, int64_t end) {
+    add_bias_residual_rows(x, bias, residual, sum, begin, end);
+    layer_norm_rows(sum, norm, out, begin, end);
   });
 }
 

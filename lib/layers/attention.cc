@@ -22,20 +22,22 @@ SelfAttention::SelfAttention(const WeightLoader& weights, const std::string& sco
       output_(weights, scope + "/output", shape.d_model, shape.d_model),
       norm_(weights, scope + "/norm", shape.d_model, shape.norm) {}
 
-Tensor SelfAttention::attend(const Tensor& context, const Tensor& residual) const {
-  return norm_.output(output_, context, residual);
+ops::ResidualNorm SelfAttention::attend(const Tensor& context, const Tensor& residual, const LayerNorm* next) const {
+  return norm_.output(output_, context, residual, next);
 }
 
-Tensor SelfAttention::forward(const Tensor& x, int64_t batch, const Tensor& lengths) const {
-  const int64_t tokens = x.dim(0), time = tokens / batch, d = shape_.d_model;
+ops::ResidualNorm SelfAttention::forward(const ops::ResidualNorm& x, int64_t batch, const Tensor& lengths,
+                                         const LayerNorm* next) const {
+  const int64_t tokens = x.sum.dim(0), time = tokens / batch, d = shape_.d_model;
   const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(norm_.input(x)), qkv_.bias(), 3);  // 3 x [b*t, d]
   const Tensor context = ops::attention(qkv[0].reshape({batch, time, d}), qkv[1].reshape({batch, time, d}),
                                         qkv[2].reshape({batch, time, d}), lengths, attention_options(shape_));
-  return attend(context.reshape({tokens, d}), x);
+  return attend(context.reshape({tokens, d}), x.sum, next);
 }
 
-Tensor SelfAttention::forward_packed(const Tensor& x, const PackedTokens& packed) const {
-  const int64_t tokens = x.dim(0), d = shape_.d_model;
+ops::ResidualNorm SelfAttention::forward_packed(const ops::ResidualNorm& x, const PackedTokens& packed,
+                                                const LayerNorm* next) const {
+  const int64_t tokens = x.sum.dim(0), d = shape_.d_model;
   const std::vector<Tensor> qkv = ops::add_bias_split(qkv_.project(norm_.input(x)), qkv_.bias(), 3);  // 3 x [n, d]
   // Each token a query row of its own; its keys are a span of the packed tokens, from its sentence's first.
   ops::AttentionOptions options = attention_options(shape_);
@@ -44,19 +46,19 @@ Tensor SelfAttention::forward_packed(const Tensor& x, const PackedTokens& packed
   options.query_tiles = &packed.query_tiles;
   const Tensor context = ops::attention(qkv[0].reshape({tokens, 1, d}), qkv[1].reshape({tokens, 1, d}),
                                         qkv[2].reshape({tokens, 1, d}), packed.key_lengths, options);
-  return attend(context.reshape({tokens, d}), x);
+  return attend(context.reshape({tokens, d}), x.sum, next);
 }
 
-Tensor SelfAttention::step(const Tensor& x, Tensor& key_cache, Tensor& value_cache,
-                           const DecoderStepInputs& inputs) const {
-  const int64_t slots = x.dim(0), d = shape_.d_model;
+ops::ResidualNorm SelfAttention::step(const ops::ResidualNorm& x, Tensor& key_cache, Tensor& value_cache,
+                                      const DecoderStepInputs& inputs, const LayerNorm* next) const {
+  const int64_t slots = x.sum.dim(0), d = shape_.d_model;
   const Tensor query = ops::append_self_attention_step(qkv_.project(norm_.input(x)), qkv_.bias(), inputs.positions, key_cache,
                                                        value_cache, inputs.history, inputs.cache_rows);
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &inputs.history;
   const Tensor context =
       ops::attention(query.reshape({slots, 1, d}), key_cache, value_cache, inputs.key_lengths, options);
-  return attend(context.reshape({slots, d}), x);
+  return attend(context.reshape({slots, d}), x.sum, next);
 }
 
 void SelfAttention::describe(ops::PersistentDecoderLayer& layer) const {
@@ -81,16 +83,16 @@ void CrossAttention::project_memory(const Tensor& encoder_output, Tensor& keys, 
   values = kv[1];
 }
 
-Tensor CrossAttention::step(const Tensor& x, const Tensor& keys, const Tensor& values,
-                            const DecoderStepInputs& inputs) const {
-  const int64_t slots = x.dim(0), d = shape_.d_model;
+ops::ResidualNorm CrossAttention::step(const ops::ResidualNorm& x, const Tensor& keys, const Tensor& values,
+                                       const DecoderStepInputs& inputs, const LayerNorm* next) const {
+  const int64_t slots = x.sum.dim(0), d = shape_.d_model;
   const Tensor query = query_.forward(norm_.input(x));
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &inputs.memory_starts;
   options.key_span = inputs.source_span;
   const Tensor context =
       ops::attention(query.reshape({slots, 1, d}), keys, values, inputs.source_lengths, options);
-  return norm_.output(output_, context.reshape({slots, d}), x);
+  return norm_.output(output_, context.reshape({slots, d}), x.sum, next);
 }
 
 void CrossAttention::describe(ops::PersistentDecoderLayer& layer) const {
@@ -109,9 +111,9 @@ FeedForward::FeedForward(const WeightLoader& weights, const std::string& scope, 
       norm_(weights, scope + "/norm", d_model, norm),
       activation_(activation) {}
 
-Tensor FeedForward::forward(const Tensor& x) const {
+ops::ResidualNorm FeedForward::forward(const ops::ResidualNorm& x, const LayerNorm* next) const {
   const Tensor hidden = inner_.forward(norm_.input(x), activation_);
-  return norm_.output(outer_, hidden, x);
+  return norm_.output(outer_, hidden, x.sum, next);
 }
 
 void FeedForward::describe(ops::PersistentDecoderLayer& layer) const {

@@ -1,5 +1,6 @@
 // Multi-head attention and feed-forward sublayers of a Transformer, post-norm (Marian) or pre-norm (mBART,
-// M2M-100/NLLB): SublayerNorm places the norm.
+// M2M-100/NLLB): SublayerNorm places the norm. Each takes the residual stream x and gives it back as
+// SublayerNorm::output does, `next` the norm the stream goes through after it (null: none to fold in).
 #pragma once
 
 #include <string>
@@ -35,17 +36,20 @@ class SelfAttention {
   SelfAttention(const WeightLoader& weights, const std::string& scope, const AttentionShape& shape);
 
   // Whole-sequence form (encoder). x: [b, t, d] as [b*t, d]; lengths: [b] -> [b*t, d].
-  Tensor forward(const Tensor& x, int64_t batch, const Tensor& lengths) const;
+  ops::ResidualNorm forward(const ops::ResidualNorm& x, int64_t batch, const Tensor& lengths,
+                            const LayerNorm* next) const;
   // Packed form (encoder, no padding): x [n, d] holds the sentences' tokens one after another -> [n, d].
-  Tensor forward_packed(const Tensor& x, const PackedTokens& packed) const;
+  ops::ResidualNorm forward_packed(const ops::ResidualNorm& x, const PackedTokens& packed, const LayerNorm* next) const;
   // One decoding step against a per-slot cache. x: [s, d]; caches: [s, capacity, d]; this step's key and
   // value go to (slot, position) and the history table records it.
-  Tensor step(const Tensor& x, Tensor& key_cache, Tensor& value_cache, const DecoderStepInputs& inputs) const;
+  ops::ResidualNorm step(const ops::ResidualNorm& x, Tensor& key_cache, Tensor& value_cache,
+                         const DecoderStepInputs& inputs, const LayerNorm* next) const;
+  const LayerNorm* input_norm() const { return norm_.input_norm(); }
   // Its tensors in the persistent step's description of a layer (the self-attention ones).
   void describe(ops::PersistentDecoderLayer& layer) const;
 
  private:
-  Tensor attend(const Tensor& context, const Tensor& residual) const;
+  ops::ResidualNorm attend(const Tensor& context, const Tensor& residual, const LayerNorm* next) const;
 
   AttentionShape shape_;
   Dense qkv_;
@@ -62,7 +66,9 @@ class CrossAttention {
   // encoder_output: [n, d] -> keys, values [n, d].
   void project_memory(const Tensor& encoder_output, Tensor& keys, Tensor& values) const;
   // x: [s, d]; keys, values: the memory pool [positions, 1, d], read over each slot's run -> [s, d].
-  Tensor step(const Tensor& x, const Tensor& keys, const Tensor& values, const DecoderStepInputs& inputs) const;
+  ops::ResidualNorm step(const ops::ResidualNorm& x, const Tensor& keys, const Tensor& values,
+                         const DecoderStepInputs& inputs, const LayerNorm* next) const;
+  const LayerNorm* input_norm() const { return norm_.input_norm(); }
   void describe(ops::PersistentDecoderLayer& layer) const;  // the cross-attention tensors
 
  private:
@@ -81,7 +87,8 @@ class FeedForward {
   FeedForward(const WeightLoader& weights, const std::string& scope, int64_t d_model, int64_t ffn_dim,
               Activation activation, const SublayerNormShape& norm);
 
-  Tensor forward(const Tensor& x) const;  // [m, d] -> [m, d]
+  ops::ResidualNorm forward(const ops::ResidualNorm& x, const LayerNorm* next) const;  // [m, d] -> [m, d]
+  const LayerNorm* input_norm() const { return norm_.input_norm(); }
   void describe(ops::PersistentDecoderLayer& layer) const;  // the feed-forward tensors
 
  private:

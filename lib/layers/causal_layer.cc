@@ -26,7 +26,8 @@ CausalLayer::CausalLayer(const WeightLoader& weights, const std::string& scope, 
   outer_ = dense(scope + "/ffn/outer", d, ffn, config.ffn_bias);
   // The last residual sum goes through add_bias_residual, with a zero bias where the model has none: x + 0
   // is exact, so the sum rounds once, as HF's h = residual + h does.
-  if (!outer_.bias.defined()) {
+  outer_bias_ = outer_.bias.defined();
+  if (!outer_bias_) {
     const Tensor zeros = Tensor::from_floats({d}, std::vector<float>(static_cast<size_t>(d), 0.0f)).to(weights.dtype());
     outer_.bias = weights.device() == Device::CPU ? zeros : zeros.to(weights.device());
   }
@@ -38,10 +39,12 @@ Tensor CausalLayer::Projection::apply(const Tensor& x) const {
   return ops::matmul(x, weight, options);
 }
 
-Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_blocks, const CausalPass& pass,
-                            bool keys_only) const {
-  const int64_t tokens = x.dim(0), queries = int64_t{num_heads_} * head_dim_;
-  const Tensor qkv = qkv_.apply(ops::rms_norm(x, {attention_norm_, epsilon_}));
+ops::ResidualNorm CausalLayer::forward(const ops::ResidualNorm& x, Tensor& key_blocks, Tensor& value_blocks,
+                                       const CausalPass& pass, const ops::RmsNormWeights* next, bool keys_only) const {
+  const int64_t tokens = x.sum.dim(0), queries = int64_t{num_heads_} * head_dim_;
+  const Tensor* qkv_bias = qkv_.bias.defined() ? &qkv_.bias : nullptr;
+  const Tensor qkv = x.normalized.defined() ? qkv_.apply(x.normalized)
+                                            : ops::rms_norm_matmul(x.sum, attention_norm(), qkv_.weight, qkv_bias);
   ops::SelfAttentionStepOptions append;
   append.query_width = queries;
   append.cache_rows = &pass.cache_rows;
@@ -49,7 +52,7 @@ Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_b
   append.rotary = pass.rotary;  // the queries and keys rotate on their way into the blocks
   append.rotary_shape = {num_heads_, num_kv_heads_};
   const Tensor query = ops::append_self_attention_step(qkv, pass.positions, key_blocks, value_blocks, pass.history, append);
-  if (keys_only) return Tensor();
+  if (keys_only) return {};
   // Each token reads its keys through its history row: its own (a step), or its sequence's (a prefill).
   if (pass.history_rows != nullptr && !pass.key_rows.defined())
     pass.key_rows = ops::gather_rows(pass.history, *pass.history_rows);
@@ -59,11 +62,15 @@ Tensor CausalLayer::forward(const Tensor& x, Tensor& key_blocks, Tensor& value_b
   attention.query_tiles = pass.query_tiles;
   const Tensor context =
       ops::attention(query.reshape({tokens, 1, queries}), key_blocks, value_blocks, pass.key_lengths, attention);
-  const ops::ResidualNorm attended =
-      ops::add_residual_rms_norm(output_.apply(context.reshape({tokens, queries})), x, {ffn_norm_, epsilon_});
-  const Tensor gated = ops::matmul_gated_activation(attended.normalized, inner_.weight,
-                                                    inner_.bias.defined() ? &inner_.bias : nullptr);
-  return ops::matmul_bias_residual(gated, outer_.weight, outer_.bias, attended.sum);
+  const ops::ResidualGated attended =
+      ops::add_residual_rms_norm_matmul_gated(output_.apply(context.reshape({tokens, queries})), x.sum,
+                                              {ffn_norm_, epsilon_}, inner_.weight,
+                                              inner_.bias.defined() ? &inner_.bias : nullptr);
+  // Without a bias the last sum is x W^T + residual rounded once, as add_residual_rms_norm rounds it. One row
+  // keeps the sum in the product's epilogue: the next layer's norm then goes into its QKV product's prologue.
+  if (next != nullptr && !outer_bias_ && tokens > 1)
+    return ops::add_residual_rms_norm(ops::matmul(attended.gated, outer_.weight), attended.sum, *next);
+  return {ops::matmul_bias_residual(attended.gated, outer_.weight, outer_.bias, attended.sum), Tensor()};
 }
 
 }  // namespace seqtrans

@@ -35,11 +35,17 @@ class CausalLayer {
  public:
   CausalLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config);
 
-  // x: the residual stream [n, d] -> [n, d]; writes the tokens' keys and values into the blocks
-  // ([blocks, B, kv heads * head_dim]). keys_only: the caller needs only the keys and values (the last
-  // layer of a prefill), and the layer skips what comes after them; the result is then undefined.
-  Tensor forward(const Tensor& x, Tensor& key_blocks, Tensor& value_blocks, const CausalPass& pass,
-                 bool keys_only = false) const;
+  // x: the residual stream [n, d] (x.sum), with its attention norm where the layer before computed it
+  // (x.normalized, else undefined) -> the stream after the layer, with `next` of it (the next layer's
+  // attention norm, or the stack's final norm) where given: the last residual sum and that norm are one
+  // kernel instead of two, with the same bits (a model without feed-forward biases). Writes the tokens' keys
+  // and values into the blocks ([blocks, B, kv heads * head_dim]). keys_only: the caller needs only the keys
+  // and values (the last layer of a prefill), and the layer skips what comes after them; the result is then
+  // undefined.
+  ops::ResidualNorm forward(const ops::ResidualNorm& x, Tensor& key_blocks, Tensor& value_blocks,
+                            const CausalPass& pass, const ops::RmsNormWeights* next = nullptr,
+                            bool keys_only = false) const;
+  ops::RmsNormWeights attention_norm() const { return {attention_norm_, epsilon_}; }
 
  private:
   // A projection x W^T (+ b): the weight [out, in] and its bias [out] where the model has biases
@@ -58,6 +64,7 @@ class CausalLayer {
   Tensor ffn_norm_;        // [d]
   Projection inner_;       // [2 ffn, d]: the gate's rows, then the up projection's
   Projection outer_;       // [d, ffn]; its bias (zeros without one) joins the residual sum
+  bool outer_bias_ = false;  // the model's own: the sum then goes through add_bias_residual, unfolded
 };
 
 }  // namespace seqtrans

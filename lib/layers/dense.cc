@@ -18,4 +18,12 @@ Tensor Dense::forward(const Tensor& x, std::optional<Activation> activation) con
 LayerNorm::LayerNorm(const WeightLoader& weights, const std::string& scope, int64_t width, float epsilon)
     : gamma_(weights.get(scope + "/gamma", {width})), beta_(weights.get(scope + "/beta", {width})), epsilon_(epsilon) {}
 
+ops::ResidualNorm SublayerNorm::output(const Dense& dense, const Tensor& x, const Tensor& residual,
+                                      const LayerNorm* next) const {
+  if (placement_ == NormPlacement::Post)
+    return {ops::add_bias_residual_layer_norm(dense.project(x), dense.bias(), residual, norm_.weights()), Tensor()};
+  if (next != nullptr) return ops::add_bias_residual_norm(dense.project(x), dense.bias(), residual, next->weights());
+  return {ops::matmul_bias_residual(x, dense.weight(), dense.bias(), residual, dense.prepared()), Tensor()};
+}
+
 }  // namespace seqtrans

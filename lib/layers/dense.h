@@ -60,23 +60,31 @@ struct SublayerNormShape {
 };
 
 // A sublayer's layer norm at its placement: what the sublayer computes on, and how its output joins the
-// residual stream.
+// residual stream. The stream passes from sublayer to sublayer as an ops::ResidualNorm: `sum` the stream itself,
+// `normalized` the pre-norm input of the sublayer it goes to, where the sublayer before computed it with its
+// residual sum (one pass over the rows instead of two); undefined where none did (post-norm stacks, a pre-norm
+// stack's first sublayer).
 class SublayerNorm {
  public:
   SublayerNorm() = default;
   SublayerNorm(const WeightLoader& weights, const std::string& scope, int64_t width, const SublayerNormShape& shape)
       : norm_(weights, scope, width, shape.epsilon), placement_(shape.placement) {}
 
-  // The sublayer's input: x (post-norm) or layer_norm(x) (pre-norm). x: [m, d].
-  Tensor input(const Tensor& x) const { return placement_ == NormPlacement::Pre ? norm_.forward(x) : x; }
-  // The sublayer's output from its last projection `dense` of `x`: layer_norm(x W^T + b + residual)
-  // (post-norm) or residual + (x W^T + b) (pre-norm, the sum folded into the product where the backend can:
-  // ops::matmul_bias_residual). [m, d].
-  Tensor output(const Dense& dense, const Tensor& x, const Tensor& residual) const {
-    if (placement_ == NormPlacement::Pre)
-      return ops::matmul_bias_residual(x, dense.weight(), dense.bias(), residual, dense.prepared());
-    return ops::add_bias_residual_layer_norm(dense.project(x), dense.bias(), residual, norm_.weights());
+  // The norm of the sublayer's input, which the sublayer before folds into its output (pre-norm); null where
+  // the norm is on the output (post-norm).
+  const LayerNorm* input_norm() const { return placement_ == NormPlacement::Pre ? &norm_ : nullptr; }
+  // The sublayer's input: x.sum (post-norm) or layer_norm(x.sum) (pre-norm: x.normalized where it is defined).
+  // [m, d].
+  Tensor input(const ops::ResidualNorm& x) const {
+    if (placement_ == NormPlacement::Post) return x.sum;
+    return x.normalized.defined() ? x.normalized : norm_.forward(x.sum);
   }
+  // The stream after the sublayer, from its last projection `dense` of `x`. Post-norm: layer_norm(x W^T + b +
+  // residual), nothing normalized (the next sublayer's norm is on its own output). Pre-norm: residual +
+  // (x W^T + b) with `next` of it (ops::add_bias_residual_norm), where `next`, the norm the stream goes through
+  // next (the next sublayer's input norm, or the stack's final norm), is given; else the sum alone, folded into
+  // the product where the backend can (ops::matmul_bias_residual). [m, d] each.
+  ops::ResidualNorm output(const Dense& dense, const Tensor& x, const Tensor& residual, const LayerNorm* next) const;
   const LayerNorm& norm() const { return norm_; }
   NormPlacement placement() const { return placement_; }
 

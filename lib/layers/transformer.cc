@@ -29,12 +29,14 @@ EncoderLayer::EncoderLayer(const WeightLoader& weights, const std::string& scope
       ffn_(weights, scope + "/ffn", config.d_model, config.encoder.ffn_dim, config.activation,
            norm_shape(config, config.encoder)) {}
 
-Tensor EncoderLayer::forward(const Tensor& x, int64_t batch, const Tensor& lengths) const {
-  return ffn_.forward(self_attention_.forward(x, batch, lengths));
+ops::ResidualNorm EncoderLayer::forward(const ops::ResidualNorm& x, int64_t batch, const Tensor& lengths,
+                                        const LayerNorm* next) const {
+  return ffn_.forward(self_attention_.forward(x, batch, lengths, ffn_.input_norm()), next);
 }
 
-Tensor EncoderLayer::forward_packed(const Tensor& x, const PackedTokens& packed) const {
-  return ffn_.forward(self_attention_.forward_packed(x, packed));
+ops::ResidualNorm EncoderLayer::forward_packed(const ops::ResidualNorm& x, const PackedTokens& packed,
+                                               const LayerNorm* next) const {
+  return ffn_.forward(self_attention_.forward_packed(x, packed, ffn_.input_norm()), next);
 }
 
 DecoderLayer::DecoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config)
@@ -52,10 +54,13 @@ void DecoderLayer::project_memory_into(const Tensor& encoder_output, const Tenso
   ops::scatter_prefix(values.reshape({tokens, 1, d}), pool_positions, cache.cross_values);
 }
 
-Tensor DecoderLayer::step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const {
-  const Tensor after_self = self_attention_.step(x, cache.self_keys, cache.self_values, inputs);
-  const Tensor after_cross = cross_attention_.step(after_self, cache.cross_keys, cache.cross_values, inputs);
-  return ffn_.forward(after_cross);
+ops::ResidualNorm DecoderLayer::step(const ops::ResidualNorm& x, DecoderLayerCache& cache,
+                                     const DecoderStepInputs& inputs, const LayerNorm* next) const {
+  const ops::ResidualNorm after_self =
+      self_attention_.step(x, cache.self_keys, cache.self_values, inputs, cross_attention_.input_norm());
+  const ops::ResidualNorm after_cross =
+      cross_attention_.step(after_self, cache.cross_keys, cache.cross_values, inputs, ffn_.input_norm());
+  return ffn_.forward(after_cross, next);
 }
 
 ops::PersistentDecoderLayer DecoderLayer::describe(DecoderLayerCache& cache) const {

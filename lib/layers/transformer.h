@@ -1,9 +1,12 @@
 // Transformer layers (post-norm or pre-norm, StackConfig::pre_norm): the encoder layer, the incremental
-// decoder layer, and the norms around a stack.
+// decoder layer, and the norms around a stack. The layers pass the residual stream on as their sublayers do
+// (SublayerNorm): a stack runs layer i with `next` = norm_after(layers, i) of its StackNorms, so that a
+// pre-norm stack computes each norm of the stream with the residual sum before it.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "layers/attention.h"
 #include "format/model_config.h"
@@ -20,8 +23,19 @@ class StackNorms {
   // x: [m, d] -> [m, d]; x itself where the stack has no such norm.
   Tensor after_embedding(const Tensor& x) const { return embedding_ ? embedding_->forward(x) : x; }
   Tensor after_layers(const Tensor& x) const { return final_ ? final_->forward(x) : x; }
+  // The same of the last layer's output, which holds it already where that layer folded the final norm in.
+  Tensor after_layers(const ops::ResidualNorm& x) const {
+    return x.normalized.defined() ? x.normalized : after_layers(x.sum);
+  }
   bool has_final() const { return final_.has_value(); }
   const LayerNorm* final_norm() const { return final_ ? &*final_ : nullptr; }
+  // The norm the stream goes through after layer i of the stack: the next layer's input norm, or the final
+  // norm after the last; null where none is on the stream there (post-norm layers, no final norm).
+  template <typename Layer>
+  const LayerNorm* norm_after(const std::vector<Layer>& layers, size_t i) const {
+    if (i + 1 < layers.size()) return layers[i + 1].input_norm();
+    return final_ ? &*final_ : nullptr;
+  }
 
  private:
   std::optional<LayerNorm> embedding_;
@@ -32,9 +46,11 @@ class EncoderLayer {
  public:
   EncoderLayer(const WeightLoader& weights, const std::string& scope, const ModelConfig& config);
   // x: [b*t, d]; lengths: [b] -> [b*t, d].
-  Tensor forward(const Tensor& x, int64_t batch, const Tensor& lengths) const;
+  ops::ResidualNorm forward(const ops::ResidualNorm& x, int64_t batch, const Tensor& lengths,
+                            const LayerNorm* next) const;
   // Packed tokens x [n, d] (SelfAttention::forward_packed) -> [n, d].
-  Tensor forward_packed(const Tensor& x, const PackedTokens& packed) const;
+  ops::ResidualNorm forward_packed(const ops::ResidualNorm& x, const PackedTokens& packed, const LayerNorm* next) const;
+  const LayerNorm* input_norm() const { return self_attention_.input_norm(); }
 
  private:
   SelfAttention self_attention_;
@@ -74,7 +90,9 @@ class DecoderLayer {
   void project_memory_into(const Tensor& encoder_output, const Tensor& pool_positions,
                            DecoderLayerCache& cache) const;
   // x: [s, d] -> [s, d]; appends this step's keys and values to the cache.
-  Tensor step(const Tensor& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs) const;
+  ops::ResidualNorm step(const ops::ResidualNorm& x, DecoderLayerCache& cache, const DecoderStepInputs& inputs,
+                         const LayerNorm* next) const;
+  const LayerNorm* input_norm() const { return self_attention_.input_norm(); }
   // Its weights and `cache` as the persistent step reads them (ops::persistent_decoder_step).
   ops::PersistentDecoderLayer describe(DecoderLayerCache& cache) const;
 

@@ -227,10 +227,13 @@ void DecoderOnlyModel::prefill_pass(DecoderOnlyState& state, int64_t tokens) con
     const Tensor pass_blocks = ids_tensor(blocks, device), pass_rows = ids_tensor(table_rows, device);
     const Tensor tiles = ops::attention_query_tiles(takes, device);
     const CausalPass pass{pass_positions, pass_lengths, pass_blocks, history, &pass_rows, &rotary_, &tiles, {}};
-    Tensor x = ops::gather_rows(embedding_, ids_tensor(ids, device));
-    for (size_t layer = 0; layer < layers_.size(); ++layer)
-      x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass,
-                                 /*keys_only=*/layer + 1 == layers_.size());
+    ops::ResidualNorm x{ops::gather_rows(embedding_, ids_tensor(ids, device)), Tensor()};
+    for (size_t layer = 0; layer < layers_.size(); ++layer) {
+      const bool last = layer + 1 == layers_.size();
+      const ops::RmsNormWeights next = last ? final_norm() : layers_[layer + 1].attention_norm();
+      x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass, last ? nullptr : &next,
+                                 /*keys_only=*/last);
+    }
   }
   for (size_t i = 0; i < ends.size(); ++i) state.prefilling[i].written = ends[i];
 }
@@ -305,12 +308,14 @@ Tensor DecoderOnlyModel::decode(DecoderOnlyState& state, int64_t rows) const {
   Tensor reordered({rows, state.rows.capacity()}, DataType::I32, options_.device);
   ops::copy_row_prefixes(history, &reorder, positions, reordered);
   const CausalPass pass{positions, key_lengths, cache_rows, reordered, nullptr, &rotary_, nullptr, {}};
-  Tensor x = ops::gather_rows(embedding_, ids);
-  for (size_t layer = 0; layer < layers_.size(); ++layer)
-    x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass);
+  ops::ResidualNorm x{ops::gather_rows(embedding_, ids), Tensor()};
+  for (size_t layer = 0; layer < layers_.size(); ++layer) {
+    const ops::RmsNormWeights next = layer + 1 < layers_.size() ? layers_[layer + 1].attention_norm() : final_norm();
+    x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass, &next);
+  }
   Tensor kept = history.slice_rows(0, rows);
   ops::copy_row_prefixes(reordered, nullptr, key_lengths, kept);
-  return ops::rms_norm(x, {final_norm_, config_.layer_norm_epsilon});
+  return x.normalized.defined() ? x.normalized : ops::rms_norm(x.sum, final_norm());
 }
 
 void DecoderOnlyModel::decode_and_select(DecoderState& base_state, int64_t rows, int k,

@@ -70,6 +70,8 @@ class DecoderOnlyModel : public PooledModel {
   void decode_and_select(DecoderState& state, int64_t rows, int k, const RepetitionRequest* repetitions,
                          Tensor& values, Tensor& ids) const override;
 
+  ops::RmsNormWeights final_norm() const { return {final_norm_, config_.layer_norm_epsilon}; }
+
   ModelConfig config_;
   Tensor embedding_;   // [V, d]
   Tensor final_norm_;  // [d], RMS norm's weight

@@ -178,8 +178,10 @@ Tensor EncoderDecoderModel::encode_tensor(const std::vector<std::vector<int32_t>
     source_lengths[b] = static_cast<int32_t>(sources[b].size());
   }
   lengths = ids_tensor(source_lengths, options_.device);
-  Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);
-  for (const EncoderLayer& layer : encoder_layers_) x = layer.forward(x, batch, lengths);
+  ops::ResidualNorm x{embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source),
+                      Tensor()};
+  for (size_t i = 0; i < encoder_layers_.size(); ++i)
+    x = encoder_layers_[i].forward(x, batch, lengths, source_norms_.norm_after(encoder_layers_, i));
   return source_norms_.after_layers(x).reshape({batch, time, config_.d_model});
 }
 
@@ -219,8 +221,10 @@ Tensor EncoderDecoderModel::encode_packed(const std::vector<std::vector<int32_t>
   const Tensor lengths = ids_tensor(key_lengths, options_.device);
   const Tensor tiles = ops::attention_query_tiles(sentence_lengths, options_.device);
   const PackedTokens packed{starts, lengths, tiles, time};
-  Tensor x = embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source);  // [n, d]
-  for (const EncoderLayer& layer : encoder_layers_) x = layer.forward_packed(x, packed);
+  ops::ResidualNorm x{embed(ids_tensor(ids, options_.device), ids_tensor(positions, options_.device), Side::Source),
+                      Tensor()};  // [n, d]
+  for (size_t i = 0; i < encoder_layers_.size(); ++i)
+    x = encoder_layers_[i].forward_packed(x, packed, source_norms_.norm_after(encoder_layers_, i));
   return source_norms_.after_layers(x);
 }
 
@@ -361,10 +365,12 @@ EncoderDecoderModel::DecodedStep EncoderDecoderModel::decode(EncoderDecoderState
   const DecoderStepInputs inputs{positions,      key_lengths,          reordered, memory_starts,
                                  source_lengths, state.memory.span(), &cache_rows};
   std::vector<DecoderLayerCache>& caches = state.layer_caches();
-  for (size_t i = 0; i < decoder_layers_.size(); ++i) x = decoder_layers_[i].step(x, caches[i], inputs);
+  ops::ResidualNorm stream{x, Tensor()};
+  for (size_t i = 0; i < decoder_layers_.size(); ++i)
+    stream = decoder_layers_[i].step(stream, caches[i], inputs, target_norms_.norm_after(decoder_layers_, i));
   Tensor kept = history.slice_rows(0, rows);
   ops::copy_row_prefixes(reordered, nullptr, key_lengths, kept);
-  return DecodedStep{target_norms_.after_layers(x), false};
+  return DecodedStep{target_norms_.after_layers(stream), false};
 }
 
 bool EncoderDecoderModel::persistent_layers(EncoderDecoderState& state, Tensor& x, const DecoderStepInputs& inputs,

@@ -31,6 +31,22 @@ Tensor add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const T
   return out;
 }
 
+ResidualNorm add_bias_residual_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                                    const LayerNormWeights& norm) {
+  const char* op = "add_bias_residual_norm";
+  check_norm(op, x, norm);
+  check_bias_residual(op, x, bias, residual);
+  ResidualNorm out{Tensor(x.shape(), x.dtype(), x.device()), Tensor(x.shape(), x.dtype(), x.device())};
+  const ProfileScope profile("other kernels");
+  switch (x.device()) {
+    case Device::CPU: cpu::add_bias_residual_norm(x, bias, residual, norm, out.sum, out.normalized); break;
+    case Device::CUDA:
+      SEQTRANS_ON_CUDA(add_bias_residual_norm, x, bias, residual, norm, out.sum, out.normalized);
+      break;
+  }
+  return out;
+}
+
 Tensor layer_norm(const Tensor& x, const LayerNormWeights& norm) {
   check_norm("layer_norm", x, norm);
   Tensor out(x.shape(), x.dtype(), x.device());

@@ -23,6 +23,51 @@ Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tens
   return gated_activation(matmul(x, weight, options));
 }
 
+namespace {
+
+// The fused form applies on this device: CUDA tensors of x's dtype, the weight's inputs as wide as x's rows.
+bool fusable_on_cuda(const Tensor& x, const Tensor& weight, const RmsNormWeights& norm, const Tensor* bias) {
+  return x.device() == Device::CUDA && weight.device() == Device::CUDA && norm.weight.device() == Device::CUDA &&
+         (bias == nullptr || bias->device() == Device::CUDA) && x.dtype() == weight.dtype() &&
+         weight.dim(1) == x.dim(1);
+}
+
+}  // namespace
+
+Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor& weight, const Tensor* bias) {
+  SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "rms_norm_matmul: x {} and weight {} are not [m, k] and [n, k]",
+                 shape_string(x.shape()), shape_string(weight.shape()));
+#ifdef SEQTRANS_WITH_CUDA
+  if (fusable_on_cuda(x, weight, norm, bias)) {
+    Tensor out({x.dim(0), weight.dim(0)}, x.dtype(), x.device());
+    const ProfileScope profile("gemm");
+    if (cuda::fused_rms_norm_matmul(x, {norm, weight, bias}, out, cuda::current_stream())) return out;
+  }
+#endif
+  MatmulOptions options;
+  options.bias = bias;
+  return matmul(rms_norm(x, norm), weight, options);
+}
+
+ResidualGated add_residual_rms_norm_matmul_gated(const Tensor& x, const Tensor& residual, const RmsNormWeights& norm,
+                                                 const Tensor& weight, const Tensor* bias) {
+  SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2 && weight.dim(0) % 2 == 0 && residual.shape() == x.shape(),
+                 "add_residual_rms_norm_matmul_gated: x {}, residual {} and weight {} are not [m, k], [m, k] and "
+                 "[2 f, k]", shape_string(x.shape()), shape_string(residual.shape()), shape_string(weight.shape()));
+#ifdef SEQTRANS_WITH_CUDA
+  if (fusable_on_cuda(x, weight, norm, bias) && residual.device() == Device::CUDA && residual.dtype() == x.dtype()) {
+    ResidualGated result{Tensor(x.shape(), x.dtype(), x.device()),
+                         Tensor({x.dim(0), weight.dim(0) / 2}, x.dtype(), x.device())};
+    const ProfileScope profile("gemm");
+    if (cuda::fused_rms_norm_matmul(x, {norm, weight, bias, /*gated=*/true, &residual, &result.sum}, result.gated,
+                                    cuda::current_stream()))
+      return result;
+  }
+#endif
+  ResidualNorm normed = add_residual_rms_norm(x, residual, norm);
+  return {std::move(normed.sum), matmul_gated_activation(normed.normalized, weight, bias)};
+}
+
 Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                             const PreparedWeight* prepared_b) {
   SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "matmul_bias_residual: x {} and weight {} are not [m, k] and [n, k]",

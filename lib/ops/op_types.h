@@ -47,10 +47,16 @@ struct RmsNormWeights {
   float epsilon;
 };
 
-// add_residual_rms_norm's two outputs.
+// A residual sum and the next norm of it: add_residual_rms_norm's and add_bias_residual_norm's two outputs.
 struct ResidualNorm {
   Tensor sum;         // the new residual stream
   Tensor normalized;  // the next sublayer's input
+};
+
+// add_residual_rms_norm_matmul_gated's two outputs.
+struct ResidualGated {
+  Tensor sum;    // the new residual stream
+  Tensor gated;  // the feed-forward's SwiGLU of the normalized sum
 };
 
 // ops::embed's scale and position encoding.

@@ -32,6 +32,17 @@ Tensor gated_activation(const Tensor& gate_up);
 // in one pass where the backend can (CUDA, a few fp16 rows, outside batch-invariant mode).
 Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
 
+// matmul(rms_norm(x, norm), weight, {bias}) (weight [n, k] as matmul's transposed b): the same values, the
+// norm in the product's prologue where the backend can (CUDA, one fp16 row, outside batch-invariant mode:
+// a Llama layer's attention norm and QKV projection at batch 1).
+Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor& weight, const Tensor* bias = nullptr);
+
+// add_residual_rms_norm(x, residual, norm), then matmul_gated_activation(normalized, weight, bias): the
+// residual stream and the feed-forward's SwiGLU, the same values, in one pass where the backend can (as
+// rms_norm_matmul).
+ResidualGated add_residual_rms_norm_matmul_gated(const Tensor& x, const Tensor& residual, const RmsNormWeights& norm,
+                                                 const Tensor& weight, const Tensor* bias = nullptr);
+
 // add_bias_residual(matmul(x, weight), bias, residual): the same values, in one pass where the backend can
 // (as matmul_gated_activation). `prepared_b`: the weight's prepared layout for the unfused product, if any.
 Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
@@ -55,6 +66,12 @@ Tensor rms_norm(const Tensor& x, const RmsNormWeights& norm);
 // A decoder-only layer's residual step and the next norm in one pass: sum = residual + x (rounded to x's
 // dtype, as HF's h = h + sublayer(h)) and normalized = rms_norm(sum). x, residual: [m, d].
 ResidualNorm add_residual_rms_norm(const Tensor& x, const Tensor& residual, const RmsNormWeights& norm);
+
+// A pre-norm sublayer's end and the next norm in one pass: sum = add_bias_residual(x, bias, residual) and
+// normalized = layer_norm(sum), bit for bit what those two ops give. x, residual: [m, d]; bias, gamma, beta:
+// [d]. The bias is required, as add_bias_residual's is (a sublayer without one would pass zeros: x + 0 is exact).
+ResidualNorm add_bias_residual_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                                    const LayerNormWeights& norm);
 
 // Adds the bias and splits [m, parts * d] into `parts` contiguous [m, d] tensors (the fused QKV projection).
 std::vector<Tensor> add_bias_split(const Tensor& x, const Tensor& bias, int parts);

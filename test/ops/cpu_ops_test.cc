@@ -19,6 +19,7 @@ using seqtrans::testing::error_of;
 using seqtrans::testing::max_relative_error;
 using seqtrans::testing::random_floats;
 using seqtrans::testing::random_ints;
+using seqtrans::testing::same_bits;
 
 namespace {
 
@@ -131,6 +132,38 @@ TEST_CASE("layer norms match the formula", "[ops]") {
   }
   CHECK(max_relative_error(fused.to_float_vector(), expected_fused) < kTolerance);
   CHECK(max_relative_error(plain.to_float_vector(), expected_plain) < kTolerance);
+}
+
+TEST_CASE("add_bias_residual_norm is add_bias_residual then layer_norm of the sum bit for bit", "[ops]") {
+  // The CPU computes in fp32 (fp16 tensors are refused, as by the two ops); an fp16 model's values are fp32
+  // inputs rounded to fp16 first.
+  for (const bool fp16_values : {false, true})
+    for (const int64_t rows : {1, 7, 33, 257})
+      for (const int64_t width : {5, 64, 1000, 1024}) {
+        CAPTURE(fp16_values, rows, width);
+        const auto operand = [&](const Shape& shape, float low, float high) {
+          const Tensor values = random_floats(shape, low, high);
+          return fp16_values ? values.to(DataType::F16).to(DataType::F32) : values;
+        };
+        const Tensor x = operand({rows, width}, -3.0f, 3.0f), residual = operand({rows, width}, -1.0f, 1.0f);
+        const Tensor bias = operand({width}, -1.0f, 1.0f), beta = operand({width}, -1.0f, 1.0f);
+        const Tensor gamma = operand({width}, 0.5f, 1.5f);
+        const ops::LayerNormWeights norm{gamma, beta, 1e-5f};
+        const ops::ResidualNorm fused = ops::add_bias_residual_norm(x, bias, residual, norm);
+        const Tensor sum = ops::add_bias_residual(x, bias, residual);
+        CHECK(same_bits(fused.sum, sum));
+        CHECK(same_bits(fused.normalized, ops::layer_norm(sum, norm)));
+      }
+  const Tensor x = random_floats({3, 8}), bias = random_floats({8});
+  const Tensor gamma = random_floats({8}), beta = random_floats({8});
+  CHECK_THROWS_AS(ops::add_bias_residual_norm(x, random_floats({7}), x, {gamma, beta, 1e-5f}), Error);
+  CHECK_THROWS_AS(ops::add_bias_residual_norm(x, bias, random_floats({3, 7}), {gamma, beta, 1e-5f}), Error);
+  CHECK_THROWS_AS(ops::add_bias_residual_norm(x, bias, x, {random_floats({7}), beta, 1e-5f}), Error);
+  const Tensor half_x = x.to(DataType::F16), half_bias = bias.to(DataType::F16);
+  const Tensor half_gamma = gamma.to(DataType::F16), half_beta = beta.to(DataType::F16);
+  CHECK_THROWS_AS(ops::add_bias_residual_norm(half_x, half_bias, half_x, {half_gamma, half_beta, 1e-5f}), Error);
+  CHECK(error_of([&] { ops::add_bias_residual_norm(x, bias, labelled_cuda(x), {gamma, beta, 1e-5f}); })
+            .find("residual") != std::string::npos);
 }
 
 TEST_CASE("add_bias_split adds the bias and splits columns in order", "[ops]") {

@@ -14,6 +14,7 @@
 
 using namespace seqtrans;
 using seqtrans::testing::random_floats;
+using seqtrans::testing::same_bits;
 
 namespace {
 
@@ -22,10 +23,6 @@ struct ThreadsGuard {
   int saved = cpu::threads();
   ~ThreadsGuard() { cpu::set_threads(saved); }
 };
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
 
 }  // namespace
 

@@ -140,6 +140,36 @@ TEST_CASE("matmul_gated_activation and matmul_bias_residual give the ops' own va
     }
 }
 
+TEST_CASE("rms_norm_matmul and add_residual_rms_norm_matmul_gated give the ops' own bits, fused or not", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  // One row takes the prologue (rms_norm's block of 32 to 1,024 threads played by the product's 128 or 256:
+  // widths of 40, 1,032 and TinyLlama's 2,048); 2 to 9 rows, 8,192 columns of 2 rows (tensor cores) and 8,200
+  // inputs (rms_norm two vectors a thread) run the ops one by one.
+  const int64_t shapes[][3] = {{1, 2048, 2560}, {3, 2048, 2560}, {8, 2048, 1000}, {1, 40, 96},   {1, 1032, 300},
+                               {2, 512, 8192},  {9, 512, 512},   {1, 8200, 64},   {4, 2048, 5632}, {1, 2048, 5632}};
+  for (const auto& shape : shapes)
+    for (const bool with_bias : {false, true}) {
+      const int64_t m = shape[0], k = shape[1], n = shape[2];
+      CAPTURE(m, k, n, with_bias);
+      const Tensor x = on_gpu(random_floats({m, k}, -2.0f, 2.0f)), residual = on_gpu(random_floats({m, k}, -2.0f, 2.0f));
+      const Tensor gamma = on_gpu(random_floats({k}, 0.5f, 1.5f));
+      const Tensor weight = on_gpu(random_floats({n, k}, -0.1f, 0.1f)), gate_up = on_gpu(random_floats({2 * n, k}, -0.1f, 0.1f));
+      const Tensor bias = on_gpu(random_floats({n}, -1.0f, 1.0f)), gate_up_bias = on_gpu(random_floats({2 * n}, -1.0f, 1.0f));
+      const ops::RmsNormWeights norm{gamma, 1e-5f};
+      ops::MatmulOptions options;
+      if (with_bias) options.bias = &bias;
+      CHECK(same_bits(ops::rms_norm_matmul(x, norm, weight, options.bias),
+                      ops::matmul(ops::rms_norm(x, norm), weight, options)));
+      ops::MatmulOptions gated_options;
+      if (with_bias) gated_options.bias = &gate_up_bias;
+      const ops::ResidualGated fused =
+          ops::add_residual_rms_norm_matmul_gated(x, residual, norm, gate_up, gated_options.bias);
+      const ops::ResidualNorm normed = ops::add_residual_rms_norm(x, residual, norm);
+      CHECK(same_bits(fused.sum, normed.sum));
+      CHECK(same_bits(fused.gated, ops::gated_activation(ops::matmul(normed.normalized, gate_up, gated_options))));
+    }
+}
+
 #endif
 
 // The front end's checks are the same on every device.

@@ -116,6 +116,44 @@ TEST_CASE("cuda layer norms match the CPU", "[gpu]") {
     }
 }
 
+TEST_CASE("cuda add_bias_residual_norm is add_bias_residual then layer_norm bit for bit and matches the CPU",
+          "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  // Widths: scalar loads (33, 1001); the warp kernel at 1, 2, 4 and 8 vectors a lane (fp16 40 and 256, 512,
+  // 1024, 2048; fp32 40, 256, 1024); a block a row past 256 vectors (fp32 2048, 4096).
+  const int64_t shapes[][2] = {{6, 40}, {3, 33}, {17, 256}, {4, 512}, {257, 1024}, {256, 1024},
+                               {9, 1001}, {5, 2048}, {1, 4096}};
+  for (DataType dtype : kFloatTypes)
+    for (const auto& shape : shapes)
+      for (const int64_t offset : {0, 1}) {
+        const int64_t rows = shape[0], width = shape[1];
+        CAPTURE(dtype_name(dtype), rows, width, offset);
+        const Operand x = random_operand({rows, width}, dtype, -3.0f, 3.0f);
+        const Operand bias = random_operand({width}, dtype);
+        const Operand gamma = random_operand({width}, dtype, 0.5f, 1.5f);
+        const Operand beta = random_operand({width}, dtype);
+        // The residual `offset` elements into its memory: at 1 the fused kernel cannot read it in vectors while
+        // layer_norm reads the sum so, and the op runs as the two ops.
+        const Operand backing = random_operand({rows * width + 1}, dtype);
+        const auto element = [&](const Tensor& memory) {
+          return static_cast<char*>(memory.raw()) + offset * static_cast<int64_t>(dtype_size(memory.dtype()));
+        };
+        const Tensor cpu_residual = Tensor::borrow(element(backing.cpu), {rows, width}, DataType::F32, Device::CPU);
+        const Tensor residual = Tensor::borrow(element(backing.gpu), {rows, width}, dtype, Device::CUDA);
+        const ops::LayerNormWeights norm{gamma.gpu, beta.gpu, 1e-5f};
+        const ops::ResidualNorm got = ops::add_bias_residual_norm(x.gpu, bias.gpu, residual, norm);
+        const Tensor sum = ops::add_bias_residual(x.gpu, bias.gpu, residual);
+        const Tensor normalized = ops::layer_norm(sum, norm);
+        cuda::synchronize();
+        CHECK(same_bits(got.sum.to(Device::CPU), sum.to(Device::CPU)));
+        CHECK(same_bits(got.normalized.to(Device::CPU), normalized.to(Device::CPU)));
+        const ops::ResidualNorm expected =
+            ops::add_bias_residual_norm(x.cpu, bias.cpu, cpu_residual, {gamma.cpu, beta.cpu, 1e-5f});
+        CHECK(max_relative_error(values_of(got.sum), expected.sum.to_float_vector()) < tolerance(dtype));
+        CHECK(max_relative_error(values_of(got.normalized), expected.normalized.to_float_vector()) < tolerance(dtype));
+      }
+}
+
 TEST_CASE("cuda add_bias_split matches the CPU", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
   const int64_t shapes[][3] = {{4, 9, 3}, {320, 1536, 3}, {7, 10, 2}, {100, 1024, 2}, {1, 5, 1}};

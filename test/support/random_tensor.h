@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -37,6 +38,11 @@ inline double max_relative_error(const std::vector<float>& a, const std::vector<
     worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / scale);
   }
   return a.size() == b.size() ? worst : 1e30;
+}
+
+// Whether two host tensors hold the same shape and the same bytes (fp32 or fp16: bit for bit, -0 and NaNs too).
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
 }
 
 // Random keys or values [rows, block, width] with NaN wherever no query reads (read[r * block + j] false): a
