@@ -305,6 +305,20 @@ __device__ __forceinline__ void append_candidate(TopkShared& shared, uint32_t ke
   if (slot < kCandidateCapacity) shared.candidates[slot] = composite(key, index);
 }
 
+// A thread's next kLoadsAhead vectors of a pass (first + a * kThreads + thread, those before end) are loaded
+// before any is used: one 16-byte load in flight a thread left the logits' passes at 1.1-1.4 TB/s (ncu, H200).
+// They are then used in the order the pass visited them one by one, so sums and ties are as before.
+constexpr int kLoadsAhead = 4;
+
+template <typename T, typename B, int N>
+__device__ __forceinline__ void load_ahead(const RowView<T, B>& row, int first, int end, float (&z)[kLoadsAhead][N]) {
+#pragma unroll
+  for (int a = 0; a < kLoadsAhead; ++a) {
+    const int v = first + a * kThreads + static_cast<int>(threadIdx.x);
+    if (v < end) load_logits(row, v, z[a]);
+  }
+}
+
 // Pass 1 over vectors [begin, end) of a row (begin a multiple of kLanesPerGroup<N>): the thread's share of
 // the normalizer, and the maximum key of each group into group_max[group] (kGroups) or each key's top bits
 // into `histogram`.
@@ -313,28 +327,32 @@ __device__ __forceinline__ Normalizer scan_row(const RowView<T, B>& row, int beg
                                                int* histogram) {
   constexpr int kLanes = kLanesPerGroup<N>;
   Normalizer normalizer;
-  for (int first = begin; first < end; first += kThreads) {  // uniform trip count: shuffles below
-    const int v = first + static_cast<int>(threadIdx.x);
-    uint32_t best = kNoKey;
-    if (v < end) {
-      float z[N];
-      load_logits(row, v, z);
-      normalizer.add(z);
+  for (int first = begin; first < end; first += kLoadsAhead * kThreads) {  // uniform trip count: shuffles below
+    float z[kLoadsAhead][N];
+    load_ahead<T, B, N>(row, first, end, z);
 #pragma unroll
-      for (int e = 0; e < N; ++e) {
-        const int i = v * N - row.shift + e;
-        const uint32_t key = row.key(i, z[e]);
-        if constexpr (kGroups) {
-          best = max(best, key);
-        } else if (row.contains(i)) {
-          atomicAdd(&histogram[key >> 21], 1);
+    for (int a = 0; a < kLoadsAhead; ++a) {
+      const int v = first + a * kThreads + static_cast<int>(threadIdx.x);
+      uint32_t best = kNoKey;
+      if (v < end) {
+        normalizer.add(z[a]);
+#pragma unroll
+        for (int e = 0; e < N; ++e) {
+          const int i = v * N - row.shift + e;
+          const uint32_t key = row.key(i, z[a][e]);
+          if constexpr (kGroups) {
+            best = max(best, key);
+          } else if (row.contains(i)) {
+            atomicAdd(&histogram[key >> 21], 1);
+          }
         }
       }
-    }
-    if constexpr (kGroups) {
+      if constexpr (kGroups) {
 #pragma unroll
-      for (int offset = kLanes / 2; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
-      if (v < end && v % kLanes == 0) group_max[v / kLanes] = best;
+        for (int offset = kLanes / 2; offset > 0; offset /= 2)
+          best = max(best, __shfl_xor_sync(kFullMask, best, offset));
+        if (v < end && v % kLanes == 0) group_max[v / kLanes] = best;
+      }
     }
   }
   return normalizer;
@@ -461,6 +479,36 @@ __global__ void __launch_bounds__(kThreads)
   write_best(args, row_index, shared, row_max == -INFINITY ? -INFINITY : row_max + logf(sum));
 }
 
+// A thread's share of the argmax pass over vectors [begin, end): its normalizer, and its best key with the
+// index as a composite. It visits its indices in increasing order, so a strict comparison keeps the lowest
+// index of a tie.
+template <typename T, typename B, int N>
+__device__ __forceinline__ unsigned long long argmax_pass(const RowView<T, B>& row, int begin, int end,
+                                                          Normalizer& normalizer) {
+  uint32_t best_key = kNoKey;
+  int best_index = 0;
+  for (int first = begin; first < end; first += kLoadsAhead * kThreads) {
+    float z[kLoadsAhead][N];
+    load_ahead<T, B, N>(row, first, end, z);
+#pragma unroll
+    for (int a = 0; a < kLoadsAhead; ++a) {
+      const int v = first + a * kThreads + static_cast<int>(threadIdx.x);
+      if (v >= end) break;
+      normalizer.add(z[a]);
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        const int i = v * N - row.shift + e;
+        const uint32_t key = row.key(i, z[a][e]);
+        if (key > best_key) {
+          best_key = key;
+          best_index = i;
+        }
+      }
+    }
+  }
+  return composite(best_key, best_index);
+}
+
 // k = 1: normalizer and argmax in one pass over the row.
 template <typename T, typename B, int N>
 __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArguments<T, B> args) {
@@ -470,25 +518,7 @@ __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArgume
   const RowView<T, B> row = row_of<N>(args, row_index);
   const int vectors = vector_count<N>(row.vocab, row.shift);
   Normalizer normalizer;
-  // A thread visits its indices in increasing order, so a strict comparison keeps the lowest index of a tie.
-  uint32_t best_key = kNoKey;
-  int best_index = 0;
-#pragma unroll 2
-  for (int v = threadIdx.x; v < vectors; v += kThreads) {
-    float z[N];
-    load_logits(row, v, z);
-    normalizer.add(z);
-#pragma unroll
-    for (int e = 0; e < N; ++e) {
-      const int i = v * N - row.shift + e;
-      const uint32_t key = row.key(i, z[e]);
-      if (key > best_key) {
-        best_key = key;
-        best_index = i;
-      }
-    }
-  }
-  unsigned long long best = composite(best_key, best_index);
+  unsigned long long best = argmax_pass<T, B, N>(row, 0, vectors, normalizer);
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
   if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
@@ -525,23 +555,7 @@ __global__ void __launch_bounds__(kThreads)
   const int per_chunk = (vectors + gridDim.x - 1) / gridDim.x;
   const int begin = blockIdx.x * per_chunk, end = min(vectors, begin + per_chunk);
   Normalizer normalizer;
-  uint32_t best_key = kNoKey;
-  int best_index = 0;
-  for (int v = begin + threadIdx.x; v < end; v += kThreads) {
-    float z[N];
-    load_logits(row, v, z);
-    normalizer.add(z);
-#pragma unroll
-    for (int e = 0; e < N; ++e) {
-      const int i = v * N - row.shift + e;
-      const uint32_t key = row.key(i, z[e]);
-      if (key > best_key) {
-        best_key = key;
-        best_index = i;
-      }
-    }
-  }
-  unsigned long long best = composite(best_key, best_index);
+  unsigned long long best = argmax_pass<T, B, N>(row, begin, end, normalizer);
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_xor_sync(kFullMask, best, offset));
   if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
@@ -583,8 +597,8 @@ __global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict_
 }
 
 // Chunks per row for the split argmax: enough blocks for kChunkBlocksPerSM per multiprocessor, each chunk at
-// least one pass of the block over the row; 1 means the one-block-per-row kernel. A thread keeps one 16-byte
-// load in flight, so the blocks resident on a multiprocessor bound the bytes in flight: at two a
+// least one pass of the block over the row; 1 means the one-block-per-row kernel. A thread kept one 16-byte
+// load in flight (now kLoadsAhead), so the blocks resident on a multiprocessor bounded the bytes in flight: at two a
 // multiprocessor (128 rows of NLLB's 256,206 fp32 logits in 3 chunks a row) the argmax read 1.1 TB/s and the
 // top-k scan at 256 rows (2 chunks) 1.4 TB/s (ncu, H200). Batch-invariant mode splits every row as it would
 // split a lone row, so that a row's normalizer sums its chunks in the same order at any row count.
