@@ -230,7 +230,7 @@ void DecoderOnlyModel::prefill_pass(DecoderOnlyState& state, int64_t tokens) con
     ops::ResidualNorm x{ops::gather_rows(embedding_, ids_tensor(ids, device)), Tensor()};
     for (size_t layer = 0; layer < layers_.size(); ++layer) {
       const bool last = layer + 1 == layers_.size();
-      const ops::RmsNormWeights next = last ? final_norm() : layers_[layer + 1].attention_norm();
+      const ops::RmsNormWeights next = norm_after(layer);
       x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass, last ? nullptr : &next,
                                  /*keys_only=*/last);
     }
@@ -310,7 +310,7 @@ Tensor DecoderOnlyModel::decode(DecoderOnlyState& state, int64_t rows) const {
   const CausalPass pass{positions, key_lengths, cache_rows, reordered, nullptr, &rotary_, nullptr, {}};
   ops::ResidualNorm x{ops::gather_rows(embedding_, ids), Tensor()};
   for (size_t layer = 0; layer < layers_.size(); ++layer) {
-    const ops::RmsNormWeights next = layer + 1 < layers_.size() ? layers_[layer + 1].attention_norm() : final_norm();
+    const ops::RmsNormWeights next = norm_after(layer);
     x = layers_[layer].forward(x, state.rows.keys(layer), state.rows.values(layer), pass, &next);
   }
   Tensor kept = history.slice_rows(0, rows);

@@ -71,6 +71,10 @@ class DecoderOnlyModel : public PooledModel {
                          Tensor& values, Tensor& ids) const override;
 
   ops::RmsNormWeights final_norm() const { return {final_norm_, config_.layer_norm_epsilon}; }
+  // The norm the stream goes through after `layer`: the next layer's attention norm, or the final norm.
+  ops::RmsNormWeights norm_after(size_t layer) const {
+    return layer + 1 < layers_.size() ? layers_[layer + 1].attention_norm() : final_norm();
+  }
 
   ModelConfig config_;
   Tensor embedding_;   // [V, d]
