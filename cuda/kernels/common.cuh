@@ -37,6 +37,19 @@ __device__ __forceinline__ T add_bias_residual_element(T x, T bias, T residual) 
   return from_float<T>(to_float(residual) + (to_float(x) + to_float(bias)));
 }
 
+// add_residual_rms_norm's sum element: x + residual rounded to T (HF adds in the model's dtype, then norms that).
+template <typename T>
+__device__ __forceinline__ T residual_sum_element(T x, T residual) {
+  return from_float<T>(to_float(x) + to_float(residual));
+}
+
+// rms_norm's output element: the scaled value rounded to T, then the weight's product rounded to T (HF's
+// x.to(input_dtype) before weight * x). rms_norm's kernel and the small-rows product's prologue both use it.
+template <typename T>
+__device__ __forceinline__ T rms_normed_element(float value, float inverse_rms, T weight) {
+  return from_float<T>(to_float(weight) * to_float(from_float<T>(value * inverse_rms)));
+}
+
 // ---- vectors: N elements moved as one aligned access (16 bytes for the widest) ----
 
 template <typename T, int N>

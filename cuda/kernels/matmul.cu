@@ -115,7 +115,7 @@ __device__ void stage_rms_normed(const SmallGemmArguments<Out>& args, uint4* sta
       __half* h = reinterpret_cast<__half*>(&x);
       const __half* k = reinterpret_cast<const __half*>(&skip);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) h[e] = __float2half(__half2float(h[e]) + __half2float(k[e]));
+      for (int e = 0; e < 8; ++e) h[e] = residual_sum_element(h[e], k[e]);
     }
     return x;
   };
@@ -147,7 +147,7 @@ __device__ void stage_rms_normed(const SmallGemmArguments<Out>& args, uint4* sta
       __half* out = reinterpret_cast<__half*>(&normalized);
 #pragma unroll
       for (int e = 0; e < 8; ++e)
-        out[e] = __float2half(__half2float(g[e]) * __half2float(__float2half(__half2float(h[e]) * inverse_rms)));
+        out[e] = rms_normed_element(__half2float(h[e]), inverse_rms, g[e]);
       staged[r * vectors + v] = normalized;
     }
     __syncthreads();  // warp_squares is read before the next row writes it

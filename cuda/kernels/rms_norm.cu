@@ -34,10 +34,9 @@ __global__ void rms_norm_kernel(RmsNormArguments<T> args) {
     if (v >= vectors) continue;
     V x = reinterpret_cast<const V*>(args.x + row_offset)[v];
     if (args.residual != nullptr) {
-      // The sum is rounded to T before it is normalized: HF adds in the model's dtype, then norms that.
       const V skip = reinterpret_cast<const V*>(args.residual + row_offset)[v];
 #pragma unroll
-      for (int e = 0; e < N; ++e) x.value[e] = from_float<T>(to_float(x.value[e]) + to_float(skip.value[e]));
+      for (int e = 0; e < N; ++e) x.value[e] = residual_sum_element(x.value[e], skip.value[e]);
       reinterpret_cast<V*>(args.sum + row_offset)[v] = x;
     }
 #pragma unroll
@@ -53,10 +52,8 @@ __global__ void rms_norm_kernel(RmsNormArguments<T> args) {
     if (v >= vectors) continue;
     const V weight = reinterpret_cast<const V*>(args.weight)[v];
     V result;
-    // The scaled row in T, then the weight's product in T: HF's x.to(input_dtype) before weight * x.
 #pragma unroll
-    for (int e = 0; e < N; ++e)
-      result.value[e] = from_float<T>(to_float(weight.value[e]) * to_float(from_float<T>(values[i][e] * inverse_rms)));
+    for (int e = 0; e < N; ++e) result.value[e] = rms_normed_element(values[i][e], inverse_rms, weight.value[e]);
     reinterpret_cast<V*>(args.out + row_offset)[v] = result;
   }
 }
