@@ -30,6 +30,10 @@ struct RmsNormProduct {
   Tensor* sum = nullptr;
 };
 bool fused_rms_norm_matmul(const Tensor& x, const RmsNormProduct& product, Tensor& out, cudaStream_t stream);
+// ops::layer_norm_matmul on one fp16 row: layer_norm's warp kernel in the small-rows kernel's prologue; false
+// (and nothing done) where that kernel does not take the product.
+bool fused_layer_norm_matmul(const Tensor& x, const ops::LayerNormWeights& norm, const Tensor& weight,
+                             const ops::MatmulOptions& options, Tensor& out, cudaStream_t stream);
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);

@@ -6,74 +6,10 @@
 // are the two ops' bits.
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
+#include "cuda/kernels/layer_norm_row.cuh"
 
 namespace seqtrans::cuda {
 namespace {
-
-// What the kernels normalize.
-enum class RowInput {
-  X,                // layer_norm: x
-  BiasResidual,     // add_bias_residual_layer_norm (post-norm): x + bias + residual in fp32
-  BiasResidualSum,  // add_bias_residual_norm (pre-norm): residual + (x + bias) rounded to T, written to sum
-};
-
-// bias and residual are null for RowInput::X, sum unless RowInput::BiasResidualSum.
-template <typename T>
-struct LayerNormArguments {
-  const T* x;         // [rows, width]
-  const T* bias;      // [width]
-  const T* residual;  // [rows, width]
-  const T* gamma;     // [width]
-  const T* beta;      // [width]
-  T* sum;             // [rows, width]
-  T* out;             // [rows, width]
-  float epsilon;
-  int rows;
-  int width;
-};
-
-// Vector v of the row kInput names, as floats (RowInput::BiasResidualSum also writes it to the sum).
-template <typename T, int N, RowInput kInput>
-__device__ __forceinline__ void load_row_vector(const LayerNormArguments<T>& args, int64_t row_offset, int v,
-                                                float (&element)[N]) {
-  using V = Vector<T, N>;
-  const V value = reinterpret_cast<const V*>(args.x + row_offset)[v];
-  if constexpr (kInput == RowInput::X) {
-#pragma unroll
-    for (int e = 0; e < N; ++e) element[e] = to_float(value.value[e]);
-  } else {
-    const V shift = reinterpret_cast<const V*>(args.bias)[v];
-    const V skip = reinterpret_cast<const V*>(args.residual + row_offset)[v];
-    if constexpr (kInput == RowInput::BiasResidual) {
-#pragma unroll
-      for (int e = 0; e < N; ++e)
-        element[e] = to_float(value.value[e]) + to_float(shift.value[e]) + to_float(skip.value[e]);
-    } else {
-      V sum;
-#pragma unroll
-      for (int e = 0; e < N; ++e) {
-        sum.value[e] = add_bias_residual_element(value.value[e], shift.value[e], skip.value[e]);
-        element[e] = to_float(sum.value[e]);
-      }
-      reinterpret_cast<V*>(args.sum + row_offset)[v] = sum;
-    }
-  }
-}
-
-// Writes vector v of the normalized row, (element - mean) * inverse_std * gamma + beta, given gamma's and
-// beta's vector v.
-template <typename T, int N>
-__device__ __forceinline__ void store_normalized_vector(const LayerNormArguments<T>& args, int64_t row_offset, int v,
-                                                        const float (&element)[N], float mean, float inverse_std,
-                                                        const Vector<T, N>& scale, const Vector<T, N>& offset) {
-  using V = Vector<T, N>;
-  V result;
-#pragma unroll
-  for (int e = 0; e < N; ++e)
-    result.value[e] =
-        from_float<T>((element[e] - mean) * inverse_std * to_float(scale.value[e]) + to_float(offset.value[e]));
-  reinterpret_cast<V*>(args.out + row_offset)[v] = result;
-}
 
 template <typename T, int N, RowInput kInput>
 __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
@@ -116,43 +52,13 @@ __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
 // kVectors: 16-byte vectors per lane (the row has at most 32 * kVectors of them).
 template <typename T, int kVectors, RowInput kInput>
 __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
-  const int rows = args.rows, width = args.width;
-  constexpr int N = kVectorWidth<T>;
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (row >= rows) return;  // the whole warp leaves together
-  const int64_t row_offset = static_cast<int64_t>(row) * width;
-  const int vectors = width / N;
-  float values[kVectors][N];
-  // gamma and beta are loaded with the row, so that the store does not wait on one more round trip to memory
-  // after the reductions (the kernel is latency-bound at decoder-step sizes).
-  Vector<T, N> scale[kVectors], offset[kVectors];
-  float sum = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i) {
-    if (lane + 32 * i < vectors) {
-      scale[i] = reinterpret_cast<const Vector<T, N>*>(args.gamma)[lane + 32 * i];
-      offset[i] = reinterpret_cast<const Vector<T, N>*>(args.beta)[lane + 32 * i];
-      load_row_vector<T, N, kInput>(args, row_offset, lane + 32 * i, values[i]);
-#pragma unroll
-      for (int e = 0; e < N; ++e) sum += values[i][e];
-    }
-  }
-  const float mean = warp_sum(sum) / static_cast<float>(width);
-  float squares = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i)
-    if (lane + 32 * i < vectors) {
-#pragma unroll
-      for (int e = 0; e < N; ++e) {
-        const float centered = values[i][e] - mean;
-        squares += centered * centered;
-      }
-    }
-  const float inverse_std = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(width) + args.epsilon);
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i)
-    if (lane + 32 * i < vectors)
-      store_normalized_vector<T, N>(args, row_offset, lane + 32 * i, values[i], mean, inverse_std, scale[i], offset[i]);
+  if (row >= args.rows) return;  // the whole warp leaves together
+  const int64_t row_offset = static_cast<int64_t>(row) * args.width;
+  using V = Vector<T, kVectorWidth<T>>;
+  layer_norm_row_in_warp<T, kVectors, kInput>(args, row_offset, lane, [&](int v, const V& value) {
+    reinterpret_cast<V*>(args.out + row_offset)[v] = value;
+  });
 }
 
 template <typename T, int kVectors, RowInput kInput>

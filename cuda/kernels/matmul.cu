@@ -16,6 +16,7 @@
 #include "core/batch_invariance.h"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/cuda_ops.h"
+#include "cuda/kernels/layer_norm_row.cuh"
 #include "cuda/runtime/gemm.h"
 
 namespace seqtrans::cuda {
@@ -54,6 +55,9 @@ struct SmallGemmArguments {
   const __half* norm_residual = nullptr;
   __half* norm_sum = nullptr;
   float norm_epsilon = 0.0f;
+  // With norm_beta (one row): a layer norm instead, gamma norm_weight, as layer_norm's warp kernel computes it
+  // (stage_layer_normed).
+  const __half* norm_beta = nullptr;
 };
 
 // The value a column's epilogue stores: `value` (and `up`, gated) are the product plus the bias, in fp32.
@@ -154,13 +158,33 @@ __device__ void stage_rms_normed(const SmallGemmArguments<Out>& args, uint4* sta
   }
 }
 
+// The layer-norm prologue (one row): the block's first warp normalizes a's row with layer_norm's warp-kernel
+// code (cuda/kernels/layer_norm_row.cuh) into the staged row, so the product reads layer_norm's bits.
+// kVectors: layer_norm's own choice for the width (launch_layer_norm).
+template <typename Out, int kVectors>
+__device__ void stage_layer_normed(const SmallGemmArguments<Out>& args, uint4* staged) {
+  if (threadIdx.x < 32) {
+    LayerNormArguments<__half> row{};
+    row.x = args.a;
+    row.gamma = args.norm_weight;
+    row.beta = args.norm_beta;
+    row.epsilon = args.norm_epsilon;
+    row.rows = 1;
+    row.width = args.k;
+    layer_norm_row_in_warp<__half, kVectors, RowInput::X, /*kAffineAhead=*/false>(
+        row, 0, static_cast<int>(threadIdx.x),
+        [&](int v, const Vector<__half, 8>& value) { staged[v] = *reinterpret_cast<const uint4*>(&value); });
+  }
+  __syncthreads();
+}
+
 // c[r, col] = alpha * a[r, :] . b[col, :] (+ bias[col], ReLU) for r < M. a is staged in shared memory
 // (kNormed: through the RMS norm prologue, its own instantiation, since the prologue's code in the plain
 // kernel slowed it: NLLB batch 1 0.68-0.70 -> 0.78 ms a step, H200); each lane reads 16-byte slices of the
 // weight row and keeps M fp32 sums. The first slices' loads are issued before the staging, so they are in
 // flight while it runs. A lane sums its slices in ascending order, however many are in flight: the bits do
 // not depend on vectors_in_flight.
-template <typename Out, int M, bool kGated, bool kNormed = false>
+template <typename Out, int M, bool kGated, bool kNormed = false, int kLayerNormVectors = 0>
 __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(SmallGemmArguments<Out> args) {
   extern __shared__ uint4 staged[];  // [M, k / 8] vectors of 8 halves
   const int vectors = args.k / 8;
@@ -182,7 +206,10 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
     }
   };
   load_slices(lane);
-  if constexpr (kNormed) {
+  if constexpr (kLayerNormVectors > 0) {
+    static_assert(M == 1, "the layer-norm prologue stages one row");
+    stage_layer_normed<Out, kLayerNormVectors>(args, staged);
+  } else if constexpr (kNormed) {
     stage_rms_normed<Out, M>(args, staged);
   } else {
     for (int i = threadIdx.x; i < M * vectors; i += blockDim.x) staged[i] = reinterpret_cast<const uint4*>(args.a)[i];
@@ -299,10 +326,17 @@ void launch_small_rows_mma(const SmallGemmArguments<Out>& args, int m, cudaStrea
 template <typename Out, int M>
 void launch_small_rows(const SmallGemmArguments<Out>& args, cudaStream_t stream) {
   auto kernel = args.gated ? small_rows_gemm_kernel<Out, M, true> : small_rows_gemm_kernel<Out, M, false>;
-  // The RMS norm prologue runs at one row only (fused_rms_norm_matmul).
+  // The norm prologues run at one row only (fused_rms_norm_matmul, fused_layer_norm_matmul).
   if constexpr (M == 1) {
-    if (args.norm_weight != nullptr)
+    if (args.norm_beta != nullptr) {
+      const int per_lane = (args.k / 8 + 31) / 32;  // layer_norm's warp kernel for this width
+      kernel = per_lane <= 1   ? small_rows_gemm_kernel<Out, 1, false, false, 1>
+               : per_lane <= 2 ? small_rows_gemm_kernel<Out, 1, false, false, 2>
+               : per_lane <= 4 ? small_rows_gemm_kernel<Out, 1, false, false, 4>
+                               : small_rows_gemm_kernel<Out, 1, false, false, 8>;
+    } else if (args.norm_weight != nullptr) {
       kernel = args.gated ? small_rows_gemm_kernel<Out, 1, true, true> : small_rows_gemm_kernel<Out, 1, false, true>;
+    }
   }
   // Narrow outputs: 4 columns per block, so that 512 columns still spread over 128 multiprocessors. Wide
   // ones (the logits): 8, so that fewer blocks stage the rows of a.
@@ -363,6 +397,7 @@ struct SmallRowsEpilogue {
   const __half* norm_residual = nullptr;
   __half* norm_sum = nullptr;
   float norm_epsilon = 0.0f;
+  const __half* norm_beta = nullptr;
 };
 
 template <typename Out>
@@ -376,6 +411,7 @@ void run_small_rows(const Tensor& a, const Tensor& b, Tensor& c, const ops::Matm
   args.norm_residual = epilogue.norm_residual;
   args.norm_sum = epilogue.norm_sum;
   args.norm_epsilon = epilogue.norm_epsilon;
+  args.norm_beta = epilogue.norm_beta;
   args.a = a.data<__half>();
   args.b = b.data<__half>();
   args.bias = options.bias != nullptr ? options.bias->data<__half>() : nullptr;
@@ -499,6 +535,26 @@ bool fused_rms_norm_matmul(const Tensor& x, const RmsNormProduct& product, Tenso
   epilogue.norm_sum = product.sum != nullptr ? product.sum->data<__half>() : nullptr;
   epilogue.norm_epsilon = product.norm.epsilon;
   run_small_rows<__half>(x, product.weight, out, options, /*tensor_cores=*/false, stream, epilogue);
+  return true;
+}
+
+bool fused_layer_norm_matmul(const Tensor& x, const ops::LayerNormWeights& norm, const Tensor& weight,
+                             const ops::MatmulOptions& options, Tensor& out, cudaStream_t stream) {
+  // The rows layer_norm's warp kernel takes (at most 256 16-byte vectors, every operand aligned): the
+  // arithmetic the prologue repeats. One row only, as for the RMS prologue.
+  const int64_t k = x.dim(1);
+  const auto fp16_vector = [&](const Tensor& t) {
+    return t.dtype() == DataType::F16 && t.shape() == Shape{k} && t.device() == Device::CUDA && is_aligned(t.raw(), 16);
+  };
+  const bool norm_as_warp = k % 8 == 0 && k / 8 <= 256 && fp16_vector(norm.gamma) && fp16_vector(norm.beta);
+  if (x.dim(0) != 1 || !norm_as_warp || options.prepared_b != nullptr || options.fp32_output ||
+      !cuda_core_small_rows(x, weight, options, out))
+    return false;
+  SmallRowsEpilogue epilogue;
+  epilogue.norm_weight = norm.gamma.data<__half>();
+  epilogue.norm_beta = norm.beta.data<__half>();
+  epilogue.norm_epsilon = norm.epsilon;
+  run_small_rows<__half>(x, weight, out, options, /*tensor_cores=*/false, stream, epilogue);
   return true;
 }
 

@@ -52,8 +52,9 @@ ops::ResidualNorm SelfAttention::forward_packed(const ops::ResidualNorm& x, cons
 ops::ResidualNorm SelfAttention::step(const ops::ResidualNorm& x, Tensor& key_cache, Tensor& value_cache,
                                       const DecoderStepInputs& inputs, const LayerNorm* next) const {
   const int64_t slots = x.sum.dim(0), d = shape_.d_model;
-  const Tensor query = ops::append_self_attention_step(qkv_.project(norm_.input(x)), qkv_.bias(), inputs.positions, key_cache,
-                                                       value_cache, inputs.history, inputs.cache_rows);
+  const Tensor qkv = norm_.product_of_input(x, qkv_, qkv_.options(false));
+  const Tensor query = ops::append_self_attention_step(qkv, qkv_.bias(), inputs.positions, key_cache, value_cache,
+                                                       inputs.history, inputs.cache_rows);
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &inputs.history;
   const Tensor context =
@@ -86,7 +87,7 @@ void CrossAttention::project_memory(const Tensor& encoder_output, Tensor& keys, 
 ops::ResidualNorm CrossAttention::step(const ops::ResidualNorm& x, const Tensor& keys, const Tensor& values,
                                        const DecoderStepInputs& inputs, const LayerNorm* next) const {
   const int64_t slots = x.sum.dim(0), d = shape_.d_model;
-  const Tensor query = query_.forward(norm_.input(x));
+  const Tensor query = norm_.product_of_input(x, query_, query_.options(true));
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &inputs.memory_starts;
   options.key_span = inputs.source_span;
@@ -112,7 +113,7 @@ FeedForward::FeedForward(const WeightLoader& weights, const std::string& scope, 
       activation_(activation) {}
 
 ops::ResidualNorm FeedForward::forward(const ops::ResidualNorm& x, const LayerNorm* next) const {
-  const Tensor hidden = inner_.forward(norm_.input(x), activation_);
+  const Tensor hidden = norm_.product_of_input(x, inner_, inner_.options(true, activation_));
   return norm_.output(outer_, hidden, x.sum, next);
 }
 

@@ -8,11 +8,15 @@ Dense::Dense(const WeightLoader& weights, const std::string& scope, int64_t in_f
       prepared_(weights.prepare_dense(weight_)) {}
 
 Tensor Dense::forward(const Tensor& x, std::optional<Activation> activation) const {
+  return ops::matmul(x, weight_, options(true, activation));
+}
+
+ops::MatmulOptions Dense::options(bool with_bias, std::optional<Activation> activation) const {
   ops::MatmulOptions options;
-  options.bias = &bias_;
+  if (with_bias) options.bias = &bias_;
   options.activation = activation;
   options.prepared_b = prepared_.get();
-  return ops::matmul(x, weight_, options);
+  return options;
 }
 
 LayerNorm::LayerNorm(const WeightLoader& weights, const std::string& scope, int64_t width, float epsilon)
@@ -22,8 +26,17 @@ ops::ResidualNorm SublayerNorm::output(const Dense& dense, const Tensor& x, cons
                                       const LayerNorm* next) const {
   if (placement_ == NormPlacement::Post)
     return {ops::add_bias_residual_layer_norm(dense.project(x), dense.bias(), residual, norm_.weights()), Tensor()};
-  if (next != nullptr) return ops::add_bias_residual_norm(dense.project(x), dense.bias(), residual, next->weights());
+  // One row: the next product normalizes the sum in its prologue (product_of_input), one launch fewer.
+  if (next != nullptr && x.dim(0) > 1)
+    return ops::add_bias_residual_norm(dense.project(x), dense.bias(), residual, next->weights());
   return {ops::matmul_bias_residual(x, dense.weight(), dense.bias(), residual, dense.prepared()), Tensor()};
+}
+
+Tensor SublayerNorm::product_of_input(const ops::ResidualNorm& x, const Dense& dense,
+                                      const ops::MatmulOptions& options) const {
+  if (placement_ == NormPlacement::Pre && !x.normalized.defined())
+    return ops::layer_norm_matmul(x.sum, norm_.weights(), dense.weight(), options);
+  return ops::matmul(input(x), dense.weight(), options);
 }
 
 }  // namespace seqtrans

@@ -16,11 +16,9 @@ class Dense {
   // x: [m, in] -> [m, out], bias added, then the activation if any (fused into the GEMM where possible).
   Tensor forward(const Tensor& x, std::optional<Activation> activation = std::nullopt) const;
   // x W^T without the bias, for callers that fuse the bias into the next op.
-  Tensor project(const Tensor& x) const {
-    ops::MatmulOptions options;
-    options.prepared_b = prepared_.get();
-    return ops::matmul(x, weight_, options);
-  }
+  Tensor project(const Tensor& x) const { return ops::matmul(x, weight_, options(false)); }
+  // What forward (with_bias) or project passes to ops::matmul.
+  ops::MatmulOptions options(bool with_bias, std::optional<Activation> activation = std::nullopt) const;
 
   const Tensor& weight() const { return weight_; }  // [out, in]
   const Tensor& bias() const { return bias_; }      // [out]
@@ -79,11 +77,15 @@ class SublayerNorm {
     if (placement_ == NormPlacement::Post) return x.sum;
     return x.normalized.defined() ? x.normalized : norm_.forward(x.sum);
   }
+  // input(x) W^T with `options` (Dense::options): where the pre-norm input is still to be computed, the norm
+  // and the product are one op (ops::layer_norm_matmul: one kernel at batch 1 on the GPU).
+  Tensor product_of_input(const ops::ResidualNorm& x, const Dense& dense, const ops::MatmulOptions& options) const;
   // The stream after the sublayer, from its last projection `dense` of `x`. Post-norm: layer_norm(x W^T + b +
   // residual), nothing normalized (the next sublayer's norm is on its own output). Pre-norm: residual +
   // (x W^T + b) with `next` of it (ops::add_bias_residual_norm), where `next`, the norm the stream goes through
-  // next (the next sublayer's input norm, or the stack's final norm), is given; else the sum alone, folded into
-  // the product where the backend can (ops::matmul_bias_residual). [m, d] each.
+  // next (the next sublayer's input norm, or the stack's final norm), is given and there are several rows; else
+  // the sum alone, folded into the product where the backend can (ops::matmul_bias_residual), and at one row the
+  // next product normalizes it in its prologue (product_of_input). [m, d] each.
   ops::ResidualNorm output(const Dense& dense, const Tensor& x, const Tensor& residual, const LayerNorm* next) const;
   const LayerNorm& norm() const { return norm_; }
   NormPlacement placement() const { return placement_; }

@@ -34,6 +34,21 @@ bool fusable_on_cuda(const Tensor& x, const Tensor& weight, const RmsNormWeights
 
 }  // namespace
 
+Tensor layer_norm_matmul(const Tensor& x, const LayerNormWeights& norm, const Tensor& weight,
+                         const MatmulOptions& options) {
+  SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "layer_norm_matmul: x {} and weight {} are not [m, k] and [n, k]",
+                 shape_string(x.shape()), shape_string(weight.shape()));
+#ifdef SEQTRANS_WITH_CUDA
+  if (x.device() == Device::CUDA && weight.device() == Device::CUDA && x.dtype() == weight.dtype() &&
+      weight.dim(1) == x.dim(1) && (options.bias == nullptr || options.bias->device() == Device::CUDA)) {
+    Tensor out({x.dim(0), weight.dim(0)}, x.dtype(), x.device());
+    const ProfileScope profile("gemm");
+    if (cuda::fused_layer_norm_matmul(x, norm, weight, options, out, cuda::current_stream())) return out;
+  }
+#endif
+  return matmul(layer_norm(x, norm), weight, options);
+}
+
 Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor& weight, const Tensor* bias) {
   SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "rms_norm_matmul: x {} and weight {} are not [m, k] and [n, k]",
                  shape_string(x.shape()), shape_string(weight.shape()));

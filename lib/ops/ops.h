@@ -32,6 +32,10 @@ Tensor gated_activation(const Tensor& gate_up);
 // in one pass where the backend can (CUDA, a few fp16 rows, outside batch-invariant mode).
 Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
 
+// layer_norm(x) W^T with options' bias and activation, as layer_norm then matmul compute it; one kernel on one
+// fp16 CUDA row (the norm in the product's prologue: a pre-norm sublayer's input at batch 1).
+Tensor layer_norm_matmul(const Tensor& x, const LayerNormWeights& norm, const Tensor& weight,
+                         const MatmulOptions& options = {});
 // matmul(rms_norm(x, norm), weight, {bias}) (weight [n, k] as matmul's transposed b): the same values, the
 // norm in the product's prologue where the backend can (CUDA, one fp16 row, outside batch-invariant mode:
 // a Llama layer's attention norm and QKV projection at batch 1).

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <optional>
 
+#include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/context.h"
 #include "ops/ops.h"
 #include "support/gpu.h"
@@ -167,6 +168,32 @@ TEST_CASE("rms_norm_matmul and add_residual_rms_norm_matmul_gated give the ops' 
       const ops::ResidualNorm normed = ops::add_residual_rms_norm(x, residual, norm);
       CHECK(same_bits(fused.sum, normed.sum));
       CHECK(same_bits(fused.gated, ops::gated_activation(ops::matmul(normed.normalized, gate_up, gated_options))));
+    }
+}
+
+TEST_CASE("layer_norm_matmul gives layer_norm then matmul's bits, one fp16 row through the prologue", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  // One row of widths layer_norm's warp kernel takes (1, 2, 4 and 8 vectors a lane: 64 to 2,048) runs the
+  // prologue, which must report that it ran; 3 rows and a width past the warp kernel's (2,056) run the ops.
+  const int64_t shapes[][3] = {{1, 1024, 3072}, {1, 1024, 4096}, {1, 64, 96}, {1, 512, 200}, {1, 2048, 1000},
+                               {1, 4096, 1024}, {3, 1024, 1024}, {1, 2056, 64}};
+  for (const auto& shape : shapes)
+    for (const int epilogue : {0, 1, 2}) {  // none, bias, bias and ReLU
+      const int64_t m = shape[0], k = shape[1], n = shape[2];
+      CAPTURE(m, k, n, epilogue);
+      const Tensor x = on_gpu(random_floats({m, k}, -2.0f, 2.0f));
+      const Tensor gamma = on_gpu(random_floats({k}, 0.5f, 1.5f)), beta = on_gpu(random_floats({k}, -0.5f, 0.5f));
+      const Tensor weight = on_gpu(random_floats({n, k}, -0.1f, 0.1f)), bias = on_gpu(random_floats({n}, -1.0f, 1.0f));
+      const ops::LayerNormWeights norm{gamma, beta, 1e-5f};
+      ops::MatmulOptions options;
+      if (epilogue >= 1) options.bias = &bias;
+      if (epilogue == 2) options.activation = Activation::Relu;
+      const Tensor separate = ops::matmul(ops::layer_norm(x, norm), weight, options);
+      CHECK(same_bits(ops::layer_norm_matmul(x, norm, weight, options), separate));
+      Tensor fused({m, n}, DataType::F16, Device::CUDA);
+      const bool prologue = cuda::fused_layer_norm_matmul(x, norm, weight, options, fused, cuda::current_stream());
+      CHECK(prologue == (m == 1 && k <= 2048));
+      if (prologue) CHECK(same_bits(fused, separate));
     }
 }
 
