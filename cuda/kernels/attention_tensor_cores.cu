@@ -2,7 +2,8 @@
 // to 64 query rows that share their keys, of one head, 16 per warp: 64 queries of a batch row (tq >= 8), or a
 // tile of rows of their own (tq = 1, AttentionOptions::query_tiles: the packed encoder's tokens of a
 // sentence, a prompt's tokens in a prefill pass, each with its own length, which makes the prefill causal).
-// It stages 64 keys and their values at a time in shared memory; each warp computes its 16 x 64 scores with
+// It stages 64 keys and their values at a time in shared memory, the next 64 copied (cp.async) while the
+// warps compute on these; each warp computes its 16 x 64 scores with
 // mma.m16n8k16 (fp32 sums), updates a running max and sum per query (online softmax, fp32), and adds the
 // fp16-rounded weights times the values into fp32 sums. Before, each packed token read its sentence's keys
 // alone through the decode kernel, on CUDA cores: at NLLB-600M's shape the encoder's attention read
@@ -41,23 +42,20 @@ __device__ __forceinline__ unsigned pack_halves(float low, float high) {
   return *reinterpret_cast<const unsigned*>(&pair);
 }
 
-// Keys [first_key, first_key + 64) of one kv head and their values into the tiles: key j at
-// key_base + key_index[j - first_key] * key_width, zeros where the index is negative (masked).
+// Starts copying keys [first_key, first_key + 64) of one kv head and their values into the tiles (cp.async,
+// one group a thread): key j at key_base + key_index[j - first_key] * key_width, zeros where the index is
+// negative (masked).
 __device__ __forceinline__ void stage_tiles(const __half* __restrict__ keys, const __half* __restrict__ values,
                                             int64_t key_base, const int* key_index, int key_width,
                                             __half (*key_tile)[kRowHalves], __half (*value_tile)[kRowHalves]) {
   constexpr int kRowVectors = kHeadDim / 8;
   for (int i = threadIdx.x; i < kTileKeys * kRowVectors; i += kThreads) {
     const int r = i / kRowVectors, c = (i % kRowVectors) * 8, index = key_index[r];
-    uint4 k{}, v{};
-    if (index >= 0) {
-      const int64_t offset = key_base + static_cast<int64_t>(index) * key_width + c;
-      k = __ldg(reinterpret_cast<const uint4*>(keys + offset));
-      v = __ldg(reinterpret_cast<const uint4*>(values + offset));
-    }
-    *reinterpret_cast<uint4*>(&key_tile[r][c]) = k;
-    *reinterpret_cast<uint4*>(&value_tile[r][c]) = v;
+    const int64_t offset = index >= 0 ? key_base + static_cast<int64_t>(index) * key_width + c : 0;
+    copy_async_16_or_zeros(&key_tile[r][c], keys + offset, index >= 0);
+    copy_async_16_or_zeros(&value_tile[r][c], values + offset, index >= 0);
   }
+  commit_async_copies();
 }
 
 // Fragment layouts (PTX's mma.m16n8k16): a lane holds rows g = lane / 4 and g + 8 and columns 2 q, 2 q + 1
@@ -151,9 +149,10 @@ __global__ void __launch_bounds__(kThreads)
                                   const __half* __restrict__ values, const int32_t* __restrict__ key_lengths,
                                   const int32_t* __restrict__ key_rows, const int32_t* __restrict__ query_tiles,
                                   int query_rows, __half* __restrict__ out, AttentionArguments args) {
-  __shared__ __align__(16) __half key_tile[kTileKeys][kRowHalves];
-  __shared__ __align__(16) __half value_tile[kTileKeys][kRowHalves];
-  __shared__ int key_index[kTileKeys];  // the tile's keys' rows in keys seen as [positions, key_width]; -1: masked
+  // Two stages: the next tile's keys and values are copied while the warps compute on this one.
+  __shared__ __align__(16) __half key_tile[2][kTileKeys][kRowHalves];
+  __shared__ __align__(16) __half value_tile[2][kTileKeys][kRowHalves];
+  __shared__ int key_index[2][kTileKeys];  // the tile's keys' rows in keys seen as [positions, key_width]; -1: masked
   __shared__ int block_keys;            // the most keys a row of the block reads
   const int head = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -209,33 +208,54 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();  // block_keys is complete
   const int key_count = block_keys;
 
-  for (int first_key = 0; first_key < key_count; first_key += kTileKeys) {
-    __syncthreads();  // every warp is done with the previous tile
+  // Thread t < 64 resolves key t of each tile: its table entry (kPerKey) is loaded a tile ahead of its use.
+  const auto table_entry = [&](int j) {
+    if constexpr (kPerKey) return j < key_count && threadIdx.x < kTileKeys ? table[j] : -1;
+    return j;
+  };
+  const auto resolve_keys = [&](int stage, int first_key, int entry) {
     if (threadIdx.x < kTileKeys) {
       const int j = first_key + threadIdx.x;
       int index = j < key_count ? j : -1;
-      if constexpr (kPerKey) {
-        const int batch_row = index >= 0 ? table[j] : -1;
-        index = batch_row >= 0 && batch_row < args.key_batch ? batch_row * args.key_block + block_offset(j, args) : -1;
-      }
-      key_index[threadIdx.x] = index;
+      if constexpr (kPerKey)
+        index = index >= 0 && entry >= 0 && entry < args.key_batch ? entry * args.key_block + block_offset(j, args) : -1;
+      key_index[stage][threadIdx.x] = index;
     }
+  };
+  if (key_count > 0) {
+    resolve_keys(0, 0, table_entry(threadIdx.x));
     __syncthreads();
-    stage_tiles(keys, values, key_base, key_index, args.key_width, key_tile, value_tile);
-    __syncthreads();
+    stage_tiles(keys, values, key_base, key_index[0], args.key_width, key_tile[0], value_tile[0]);
+  }
+  int entry_ahead = table_entry(kTileKeys + threadIdx.x);
+  int stage = 0;
+  for (int first_key = 0; first_key < key_count; first_key += kTileKeys, stage ^= 1) {
+    const int next_key = first_key + kTileKeys;
+    if (next_key < key_count) {  // uniform over the block
+      __syncthreads();  // every warp is done with the previous tile, which sat in the other stage
+      resolve_keys(stage ^ 1, next_key, entry_ahead);
+      entry_ahead = table_entry(next_key + kTileKeys + threadIdx.x);
+      __syncthreads();
+      stage_tiles(keys, values, key_base, key_index[stage ^ 1], args.key_width, key_tile[stage ^ 1],
+                  value_tile[stage ^ 1]);
+      wait_async_groups<1>();
+    } else {
+      wait_async_groups<0>();
+    }
+    __syncthreads();  // every thread's copies of this tile have landed
 
     float scores[kKeyBlocks][4];
-    tile_scores<kTileKeys>(scores, query_fragments, key_tile, g, q);
+    tile_scores<kTileKeys>(scores, query_fragments, key_tile[stage], g, q);
 #pragma unroll
     for (int j = 0; j < kKeyBlocks; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int key = 8 * j + 2 * q + (e & 1);
-        const bool valid = first_key + key < (e < 2 ? length_low : length_high) && key_index[key] >= 0;
+        const bool valid = first_key + key < (e < 2 ? length_low : length_high) && key_index[stage][key] >= 0;
         scores[j][e] = valid ? scores[j][e] * args.scale : -INFINITY;
       }
     online_softmax_step<kTileKeys>(scores, running_max, running_sum, sums);
-    add_weighted_values<kTileKeys>(sums, scores, value_tile, lane);
+    add_weighted_values<kTileKeys>(sums, scores, value_tile[stage], lane);
   }
 
 #pragma unroll
@@ -270,14 +290,17 @@ __global__ void __launch_bounds__(kThreads)
 // A warp's tiles are double-buffered: the next tile's keys and values are copied (cp.async) while it scores
 // the current one, and the history table's entries for the tile after that are loaded a tile ahead, so that
 // a step's keys stream instead of waiting on one round trip after another (at 64 rows and 520 keys the
-// kernel read 1.1 TB/s while it loaded a tile at a time).
+// kernel read 1.1 TB/s while it loaded a tile at a time). The first tiles' table entries are read together
+// with the row's length rather than after it: 19.6 -> 16.6 us a layer at 64 rows (H200).
 constexpr int kDecodeWarps = 4;
 constexpr int kDecodeThreads = 32 * kDecodeWarps;
 constexpr int kDecodeTileKeys = 32;
 constexpr int kDecodeKeyBlocks = kDecodeTileKeys / 8;
 constexpr int kDecodeMaxGroup = 16;  // query heads per kv head: the mma's rows
 constexpr int kDecodeStages = 2;
-
+// A warp's staged tiles: kDecodeStages - 1 in flight while it computes on one. Two stages: at TinyLlama's
+// shape (512-token prompts, H200) three and four took 17.7 and 25.9 us a layer against 16.6 at 64 rows (fewer
+// blocks fit a multiprocessor), 12.8 and 12.6 against 12.9 at 16.
 struct DecodeWarpTiles {
   __half keys[kDecodeStages][kDecodeTileKeys][kRowHalves];
   __half values[kDecodeStages][kDecodeTileKeys][kRowHalves];
@@ -304,6 +327,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
                                 const int32_t* __restrict__ key_rows, __half* __restrict__ out,
                                 AttentionArguments args, int kv_heads) {
   extern __shared__ __align__(16) unsigned char shared_memory[];
+  constexpr int kStages = kDecodeStages;
   DecodeShared& shared = *reinterpret_cast<DecodeShared*>(shared_memory);
   const int row = blockIdx.x / kv_heads, kv_head = blockIdx.x % kv_heads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -336,13 +360,17 @@ __global__ void __launch_bounds__(kDecodeThreads)
   for (int n = 0; n < kValueBlocks; ++n) sums[n][0] = sums[n][1] = sums[n][2] = sums[n][3] = 0.0f;
   float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.0f, 0.0f};
 
+  // Key j's table entry (kPerKey), read before the row's length is known: the table holds key_capacity
+  // entries a row, and an entry past the length (never written) is dropped by key_index.
+  const auto table_entry = [&](int j) {
+    if constexpr (kPerKey) return j < args.key_capacity ? table[j] : -1;
+    return j;
+  };
   // Key j's row in keys seen as [positions, key_width], or -1 (past the row's keys, or in no batch row).
-  const auto key_index = [&](int j) {
+  const auto key_index = [&](int j, int entry) {
     if (j >= key_len) return -1;
-    if constexpr (kPerKey) {
-      const int batch_row = table[j];
-      return batch_row >= 0 && batch_row < args.key_batch ? batch_row * args.key_block + block_offset(j, args) : -1;
-    }
+    if constexpr (kPerKey)
+      return entry >= 0 && entry < args.key_batch ? entry * args.key_block + block_offset(j, args) : -1;
     return j;
   };
   // Copies the tile whose lane-th key has row `index` into stage `stage`, as one group of copies; zeros where
@@ -358,21 +386,31 @@ __global__ void __launch_bounds__(kDecodeThreads)
       copy_async_16_or_zeros(&tile.keys[stage][r][c], keys + offset, row_index >= 0);
       copy_async_16_or_zeros(&tile.values[stage][r][c], values + offset, row_index >= 0);
     }
-    commit_async_copies();
   };
 
-  constexpr int kStride = kDecodeWarps * kDecodeTileKeys;  // from one of a warp's tiles to its next
-  int first_key = warp * kDecodeTileKeys;
-  if (first_key < key_len) issue_tile(0, key_index(first_key + lane));
-  int ahead = key_index(first_key + kStride + lane);  // the next tile's lane-th key, a tile early
-  for (int stage = 0; first_key < key_len; first_key += kStride, stage ^= 1) {
-    if (first_key + kStride < key_len) {
-      issue_tile(stage ^ 1, ahead);  // that stage was consumed at the end of the last iteration
-      ahead = key_index(first_key + 2 * kStride + lane);
-      wait_async_groups<1>();
-    } else {
-      wait_async_groups<0>();
-    }
+  // The warp's tiles t = 0, 1, ... start at key warp * 32 + t * kStride; tile t sits in stage t % kStages,
+  // and kStages - 1 tiles are in flight while the warp computes on one. Every iteration commits one group
+  // (empty past the keys), so that waiting for all but the newest kStages - 1 groups means tile t landed.
+  constexpr int kStride = kDecodeWarps * kDecodeTileKeys;
+  const int warp_first = warp * kDecodeTileKeys;
+  int entries[kStages];  // the lane-th keys' table entries of the first kStages tiles, loaded together
+#pragma unroll
+  for (int t = 0; t < kStages; ++t) entries[t] = table_entry(warp_first + t * kStride + lane);
+#pragma unroll
+  for (int t = 0; t < kStages - 1; ++t) {
+    const int first = warp_first + t * kStride;
+    if (first < key_len) issue_tile(t, key_index(first + lane, entries[t]));
+    commit_async_copies();
+  }
+  int ahead = entries[kStages - 1];  // the entry of the next tile to issue, loaded an iteration early
+  int stage = 0;
+  for (int first_key = warp_first; first_key < key_len; first_key += kStride) {
+    const int issue_first = first_key + (kStages - 1) * kStride;
+    // That tile's stage was consumed at the end of the last iteration.
+    if (issue_first < key_len) issue_tile((stage + kStages - 1) % kStages, key_index(issue_first + lane, ahead));
+    commit_async_copies();
+    ahead = table_entry(issue_first + kStride + lane);
+    wait_async_groups<kStages - 1>();
     __syncwarp();  // every lane's copies of this tile have landed
 
     float scores[kDecodeKeyBlocks][4];
@@ -385,6 +423,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     online_softmax_step<kDecodeTileKeys>(scores, running_max, running_sum, sums);
     add_weighted_values<kDecodeTileKeys>(sums, scores, tile.values[stage], lane);
     __syncwarp();  // the stage is consumed before the next iteration copies into it
+    stage = stage + 1 == kStages ? 0 : stage + 1;
   }
 
 #pragma unroll
