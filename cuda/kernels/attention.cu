@@ -206,19 +206,21 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
 
   if (active) {
     const int head = unit % heads, row = unit / heads, b = row / args.query_len;
-    int key_len = min(max(key_lengths[b], 0), args.key_capacity);
-    // kPerKey: the table entries of the keys of this warp's next chunk, loaded a chunk ahead. Entries past
-    // the length are never read: nothing wrote them (a slot's history holds only the positions it reached).
+    // kPerKey: the table entries of the keys of this warp's next chunk, loaded a chunk ahead, and the first
+    // chunk's together with the row's length rather than after it (a round trip fewer before the first keys).
+    // An entry past the length (nothing wrote it: a slot's history holds only the positions it reached) is
+    // read but never used: the chunk loop masks keys at or past the length before it looks at their entries.
     const int32_t* key_rows_of_b = kPerKey ? key_rows + static_cast<int64_t>(b) * args.key_capacity : nullptr;
     int next_rows[kPasses];
     const auto load_rows = [&](int first) {
 #pragma unroll
       for (int p = 0; p < kPasses; ++p) {
         const int j = first + p * kKeysPerPass + group;
-        next_rows[p] = j < key_len ? key_rows_of_b[j] : -1;  // one word per group: a broadcast
+        next_rows[p] = j < args.key_capacity ? key_rows_of_b[j] : -1;  // one word per group: a broadcast
       }
     };
     if constexpr (kPerKey) load_rows(part * kChunk);
+    int key_len = min(max(key_lengths[b], 0), args.key_capacity);
     const int key_row = kPerKey ? b : resolve_key_row(key_rows, b, args, key_len);
     query_offset = static_cast<int64_t>(row) * args.width + static_cast<int64_t>(head) * args.head_dim;
     const int64_t head_offset = static_cast<int64_t>(head / args.group) * args.head_dim;  // in a key row
