@@ -107,11 +107,12 @@ void launch_layer_norm(const LayerNormArguments<T>& args, cudaStream_t stream) {
   constexpr int kWidth = kVectorWidth<T>;
   const bool in_vectors = vectorized(args);
   if (in_vectors && width / kWidth <= 256) {
-    const int per_lane = (width / kWidth + 31) / 32;
-    if (per_lane <= 1) return launch_layer_norm_warp<T, 1, kInput>(args, stream);
-    if (per_lane <= 2) return launch_layer_norm_warp<T, 2, kInput>(args, stream);
-    if (per_lane <= 4) return launch_layer_norm_warp<T, 4, kInput>(args, stream);
-    return launch_layer_norm_warp<T, 8, kInput>(args, stream);
+    switch (layer_norm_lane_vectors(width / kWidth)) {
+      case 1: return launch_layer_norm_warp<T, 1, kInput>(args, stream);
+      case 2: return launch_layer_norm_warp<T, 2, kInput>(args, stream);
+      case 4: return launch_layer_norm_warp<T, 4, kInput>(args, stream);
+      default: return launch_layer_norm_warp<T, 8, kInput>(args, stream);
+    }
   }
   const int vector_width = in_vectors ? kWidth : 1;
   const int max_threads = std::min(1024, context().properties.maxThreadsPerBlock);

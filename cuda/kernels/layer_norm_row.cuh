@@ -14,6 +14,13 @@ enum class RowInput {
   BiasResidualSum,  // add_bias_residual_norm (pre-norm): residual + (x + bias) rounded to T, written to sum
 };
 
+// The warp kernel's 16-byte vectors a lane (1, 2, 4 or 8) for rows of `row_vectors` vectors (at most 256):
+// layer_norm's choice, which the small-rows product's layer-norm prologue takes too.
+__host__ __device__ constexpr int layer_norm_lane_vectors(int row_vectors) {
+  const int per_lane = (row_vectors + 31) / 32;
+  return per_lane <= 1 ? 1 : per_lane <= 2 ? 2 : per_lane <= 4 ? 4 : 8;
+}
+
 // bias and residual are null for RowInput::X, sum unless RowInput::BiasResidualSum.
 template <typename T>
 struct LayerNormArguments {

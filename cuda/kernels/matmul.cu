@@ -329,11 +329,12 @@ void launch_small_rows(const SmallGemmArguments<Out>& args, cudaStream_t stream)
   // The norm prologues run at one row only (fused_rms_norm_matmul, fused_layer_norm_matmul).
   if constexpr (M == 1) {
     if (args.norm_beta != nullptr) {
-      const int per_lane = (args.k / 8 + 31) / 32;  // layer_norm's warp kernel for this width
-      kernel = per_lane <= 1   ? small_rows_gemm_kernel<Out, 1, false, false, 1>
-               : per_lane <= 2 ? small_rows_gemm_kernel<Out, 1, false, false, 2>
-               : per_lane <= 4 ? small_rows_gemm_kernel<Out, 1, false, false, 4>
-                               : small_rows_gemm_kernel<Out, 1, false, false, 8>;
+      switch (layer_norm_lane_vectors(args.k / 8)) {  // layer_norm's warp kernel for this width
+        case 1: kernel = small_rows_gemm_kernel<Out, 1, false, false, 1>; break;
+        case 2: kernel = small_rows_gemm_kernel<Out, 1, false, false, 2>; break;
+        case 4: kernel = small_rows_gemm_kernel<Out, 1, false, false, 4>; break;
+        default: kernel = small_rows_gemm_kernel<Out, 1, false, false, 8>; break;
+      }
     } else if (args.norm_weight != nullptr) {
       kernel = args.gated ? small_rows_gemm_kernel<Out, 1, true, true> : small_rows_gemm_kernel<Out, 1, false, true>;
     }

@@ -26,8 +26,9 @@ Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tens
 namespace {
 
 // The fused form applies on this device: CUDA tensors of x's dtype, the weight's inputs as wide as x's rows.
-bool fusable_on_cuda(const Tensor& x, const Tensor& weight, const RmsNormWeights& norm, const Tensor* bias) {
-  return x.device() == Device::CUDA && weight.device() == Device::CUDA && norm.weight.device() == Device::CUDA &&
+// norm_weight: the norm's scale (RMS weight, layer norm gamma).
+bool fusable_on_cuda(const Tensor& x, const Tensor& weight, const Tensor& norm_weight, const Tensor* bias) {
+  return x.device() == Device::CUDA && weight.device() == Device::CUDA && norm_weight.device() == Device::CUDA &&
          (bias == nullptr || bias->device() == Device::CUDA) && x.dtype() == weight.dtype() &&
          weight.dim(1) == x.dim(1);
 }
@@ -39,8 +40,7 @@ Tensor layer_norm_matmul(const Tensor& x, const LayerNormWeights& norm, const Te
   SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "layer_norm_matmul: x {} and weight {} are not [m, k] and [n, k]",
                  shape_string(x.shape()), shape_string(weight.shape()));
 #ifdef SEQTRANS_WITH_CUDA
-  if (x.device() == Device::CUDA && weight.device() == Device::CUDA && x.dtype() == weight.dtype() &&
-      weight.dim(1) == x.dim(1) && (options.bias == nullptr || options.bias->device() == Device::CUDA)) {
+  if (fusable_on_cuda(x, weight, norm.gamma, options.bias)) {
     Tensor out({x.dim(0), weight.dim(0)}, x.dtype(), x.device());
     const ProfileScope profile("gemm");
     if (cuda::fused_layer_norm_matmul(x, norm, weight, options, out, cuda::current_stream())) return out;
@@ -53,7 +53,7 @@ Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor
   SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "rms_norm_matmul: x {} and weight {} are not [m, k] and [n, k]",
                  shape_string(x.shape()), shape_string(weight.shape()));
 #ifdef SEQTRANS_WITH_CUDA
-  if (fusable_on_cuda(x, weight, norm, bias)) {
+  if (fusable_on_cuda(x, weight, norm.weight, bias)) {
     Tensor out({x.dim(0), weight.dim(0)}, x.dtype(), x.device());
     const ProfileScope profile("gemm");
     if (cuda::fused_rms_norm_matmul(x, {norm, weight, bias}, out, cuda::current_stream())) return out;
@@ -70,7 +70,7 @@ ResidualGated add_residual_rms_norm_matmul_gated(const Tensor& x, const Tensor& 
                  "add_residual_rms_norm_matmul_gated: x {}, residual {} and weight {} are not [m, k], [m, k] and "
                  "[2 f, k]", shape_string(x.shape()), shape_string(residual.shape()), shape_string(weight.shape()));
 #ifdef SEQTRANS_WITH_CUDA
-  if (fusable_on_cuda(x, weight, norm, bias) && residual.device() == Device::CUDA && residual.dtype() == x.dtype()) {
+  if (fusable_on_cuda(x, weight, norm.weight, bias) && residual.device() == Device::CUDA && residual.dtype() == x.dtype()) {
     ResidualGated result{Tensor(x.shape(), x.dtype(), x.device()),
                          Tensor({x.dim(0), weight.dim(0) / 2}, x.dtype(), x.device())};
     const ProfileScope profile("gemm");
