@@ -35,12 +35,6 @@ struct RotaryInputs {
   int positions = 0;
 };
 
-// a * b rounded to T, as a float (rotary_embedding.cu's rounding, product by product).
-template <typename T>
-__device__ __forceinline__ float rounded_product(float a, float b) {
-  return to_float(from_float<T>(__fmul_rn(a, b)));
-}
-
 // Vector i of a query or key head, `element` channels into its part of the row, rotated with its partner
 // half a head away: x1 * cos - x2 * sin in the first half, x2 * cos + x1 * sin in the second (N divides
 // the half head, so a vector never straddles it).
@@ -57,12 +51,9 @@ __device__ __forceinline__ void rotate(Vector<T, N>& value, const T* qkv, int64_
   const float* sin = cos + half;
 #pragma unroll
   for (int e = 0; e < N; ++e) {
-    // HF casts cos and sin to the model's dtype before multiplying.
-    const float c = to_float(from_float<T>(cos[e])), s = to_float(from_float<T>(sin[e]));
     const float x1 = to_float(first ? value.value[e] : partner.value[e]);
     const float x2 = to_float(first ? partner.value[e] : value.value[e]);
-    value.value[e] = first ? from_float<T>(__fsub_rn(rounded_product<T>(x1, c), rounded_product<T>(x2, s)))
-                           : from_float<T>(__fadd_rn(rounded_product<T>(x2, c), rounded_product<T>(x1, s)));
+    value.value[e] = first ? rotated_first<T>(x1, x2, cos[e], sin[e]) : rotated_second<T>(x1, x2, cos[e], sin[e]);
   }
 }
 

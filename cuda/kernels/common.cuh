@@ -50,6 +50,24 @@ __device__ __forceinline__ T rms_normed_element(float value, float inverse_rms, 
   return from_float<T>(to_float(weight) * to_float(from_float<T>(value * inverse_rms)));
 }
 
+// A rotary pair (x1 in a head's first half, x2 half a head later) at one position, rounded as HF's
+// apply_rotary_pos_emb rounds in T: cos and sin to T, each product, then the sum. apply_rotary_embedding's
+// kernel, append_self_attention_step's and the small-rows product's step epilogue all use these.
+template <typename T>
+__device__ __forceinline__ float rotary_product(float x, float factor) {
+  return to_float(from_float<T>(__fmul_rn(x, to_float(from_float<T>(factor)))));
+}
+// x1 cos - x2 sin: the first half's element.
+template <typename T>
+__device__ __forceinline__ T rotated_first(float x1, float x2, float cos, float sin) {
+  return from_float<T>(__fsub_rn(rotary_product<T>(x1, cos), rotary_product<T>(x2, sin)));
+}
+// x2 cos + x1 sin: the second half's element.
+template <typename T>
+__device__ __forceinline__ T rotated_second(float x1, float x2, float cos, float sin) {
+  return from_float<T>(__fadd_rn(rotary_product<T>(x2, cos), rotary_product<T>(x1, sin)));
+}
+
 // ---- vectors: N elements moved as one aligned access (16 bytes for the widest) ----
 
 template <typename T, int N>

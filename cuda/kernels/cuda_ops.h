@@ -34,6 +34,13 @@ bool fused_rms_norm_matmul(const Tensor& x, const RmsNormProduct& product, Tenso
 // (and nothing done) where that kernel does not take the product.
 bool fused_layer_norm_matmul(const Tensor& x, const ops::LayerNormWeights& norm, const Tensor& weight,
                              const ops::MatmulOptions& options, Tensor& out, cudaStream_t stream);
+// ops::project_self_attention_step on one fp16 row: the norm in the small-rows kernel's prologue, the query
+// and cache writes of append_self_attention_step (and its rotation) in its epilogue; false (and nothing done)
+// where that kernel does not take the product. query: [1, query width].
+bool fused_project_self_attention_step(const Tensor& x, const ops::InputNorm& norm, const Tensor& weight,
+                                       const ops::SelfAttentionStepCaches& caches,
+                                       const ops::SelfAttentionStepOptions& options, Tensor& query,
+                                       cudaStream_t stream);
 void add_bias_residual_layer_norm(const Tensor& x, const Tensor& bias, const Tensor& residual,
                                   const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);
 void layer_norm(const Tensor& x, const ops::LayerNormWeights& norm, Tensor& out, cudaStream_t stream);

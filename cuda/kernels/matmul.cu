@@ -32,6 +32,27 @@ constexpr size_t kSmallSharedBytes = 32 * 1024;
 // against 0.84-0.85.
 constexpr int64_t kSmallRowsMaxInputs = 4096;
 
+// The step-append epilogue (one fp16 row): the product's columns are a qkv row, which goes where
+// append_self_attention_step puts it (query, key and value caches, history) instead of into c.
+struct StepAppend {
+  __half* query = nullptr;                // [1, query_width]
+  __half* key_cache = nullptr;            // [rows, capacity, kv_width]
+  __half* value_cache = nullptr;          // [rows, capacity, kv_width]
+  int32_t* history = nullptr;             // [history_count, history_capacity]
+  const int32_t* positions = nullptr;     // [1]
+  const int32_t* cache_rows = nullptr;    // [1], or null: row 0
+  const int32_t* history_rows = nullptr;  // [1], or null: row 0
+  const __half* bias = nullptr;           // [n], added after the product is rounded; or null
+  const float* rotary = nullptr;          // [rotary_positions, head_dim], or null: no rotation
+  int head_dim = 0, rotary_positions = 0;
+  int query_width = 0, kv_width = 0;
+  int64_t capacity = 0, rows = 0, history_count = 0, history_capacity = 0;
+};
+
+// What a small-rows kernel's epilogue does with its columns: stores them in c, appends them (StepAppend) a
+// column a warp, or appends them a rotary pair a warp (a column and its partner half a head later).
+enum class Epilogue { Store, Append, AppendRotatedPairs };
+
 template <typename Out>
 struct SmallGemmArguments {
   const __half* a;     // [m, k]
@@ -59,6 +80,15 @@ struct SmallGemmArguments {
   // (stage_layer_normed).
   const __half* norm_beta = nullptr;
 };
+
+// A small-rows kernel's parameters: the step-append epilogues also take a StepAppend (only they, so that the
+// other kernels' parameters stay as small as they were).
+struct StepAppendArguments : SmallGemmArguments<__half> {
+  StepAppend append;
+};
+template <typename Out, Epilogue kEpilogue>
+using SmallRowsParameters =
+    std::conditional_t<kEpilogue == Epilogue::Store, SmallGemmArguments<Out>, StepAppendArguments>;
 
 // The value a column's epilogue stores: `value` (and `up`, gated) are the product plus the bias, in fp32.
 template <typename Out>
@@ -90,10 +120,64 @@ __device__ __forceinline__ uint4 load_weights(const uint4* from, bool streamed) 
 // Weight vectors (16 bytes) a lane loads before it multiplies any: a 2,048-wide column is 8 of them. At one
 // row a product has few columns, so few warps; each must keep many bytes in flight to cover the memory's
 // latency (one load at a time streamed 0.6-2.1 TB/s of the H200's 4.8). More rows mean more sums a load, and
-// registers that would cost warps: fewer loads. Gated: half as many of each weight row.
-template <int M, bool kGated>
+// registers that would cost warps: fewer loads. Two columns a warp (gated, rotary pairs): half as many of each.
+template <int M, bool kTwoColumns>
 __host__ __device__ constexpr int vectors_in_flight() {
-  return (M <= 2 ? 8 : M <= 4 ? 4 : 2) / (kGated && M <= 4 ? 2 : 1);
+  return (M <= 2 ? 8 : M <= 4 ? 4 : 2) / (kTwoColumns && M <= 4 ? 2 : 1);
+}
+
+// ---- the step-append epilogue: append_self_attention_step's writes for one row ----
+
+// The qkv value append_self_attention_step reads for a column: the product rounded (matmul's output), then
+// the bias added and rounded again.
+__device__ __forceinline__ __half step_value(const StepAppend& append, int column, float product) {
+  const __half rounded = __float2half(product);
+  if (append.bias == nullptr) return rounded;
+  return from_float<__half>(__half2float(rounded) + __half2float(append.bias[column]));
+}
+
+// Stores qkv column `column` where append_self_attention_step's kernel does: the query, or the key or value
+// cache at the row's position (nothing if the position, cache row or history row is out of range), and the
+// first key column records the cache row in the history.
+__device__ void store_step_value(const StepAppend& append, int column, __half value) {
+  if (column < append.query_width) {
+    append.query[column] = value;
+    return;
+  }
+  const int32_t position = append.positions[0];
+  const int64_t row = append.cache_rows != nullptr ? append.cache_rows[0] : 0;
+  const int64_t history_row = append.history_rows != nullptr ? append.history_rows[0] : 0;
+  if (position < 0 || position >= append.history_capacity || row < 0 || row >= append.rows || history_row < 0 ||
+      history_row >= append.history_count)
+    return;
+  const bool is_key = column < append.query_width + append.kv_width;
+  const int c = column - append.query_width - (is_key ? 0 : append.kv_width);
+  __half* cache = is_key ? append.key_cache : append.value_cache;
+  cache[(row * append.capacity + position % append.capacity) * append.kv_width + c] = value;
+  if (is_key && c == 0) append.history[history_row * append.history_capacity + position] = static_cast<int32_t>(row);
+}
+
+// Rotary pairs: pair p is column p % (head_dim / 2) of head p / (head_dim / 2), with its partner half a head
+// later; the values' heads pair up the same way and are stored unrotated.
+__device__ __forceinline__ int pair_column(int pair, int head_dim) {
+  const int half = head_dim / 2;
+  return pair / half * head_dim + pair % half;
+}
+
+// The pair's two values (column, then column + head_dim / 2), rotated as apply_rotary_embedding rotates
+// them when they are a query or key head and the position is in the table, then stored.
+__device__ void store_step_pair(const StepAppend& append, int column, float first, float second) {
+  __half x1 = step_value(append, column, first), x2 = step_value(append, column + append.head_dim / 2, second);
+  const int32_t position = append.positions[0];
+  if (column < append.query_width + append.kv_width && position >= 0 && position < append.rotary_positions) {
+    const float* cos = append.rotary + static_cast<int64_t>(position) * append.head_dim + column % append.head_dim;
+    const float* sin = cos + append.head_dim / 2;
+    const float a = __half2float(x1), b = __half2float(x2);
+    x1 = rotated_first<__half>(a, b, *cos, *sin);
+    x2 = rotated_second<__half>(a, b, *cos, *sin);
+  }
+  store_step_value(append, column, x1);
+  store_step_value(append, column + append.head_dim / 2, x2);
 }
 
 // Threads of rms_norm's block for rows of `vectors` 16-byte vectors (cuda/kernels/rms_norm.cu, one vector a
@@ -184,17 +268,26 @@ __device__ void stage_layer_normed(const SmallGemmArguments<Out>& args, uint4* s
 // weight row and keeps M fp32 sums. The first slices' loads are issued before the staging, so they are in
 // flight while it runs. A lane sums its slices in ascending order, however many are in flight: the bits do
 // not depend on vectors_in_flight.
-template <typename Out, int M, bool kGated, bool kNormed = false, int kLayerNormVectors = 0>
-__global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(SmallGemmArguments<Out> args) {
+template <typename Out, int M, bool kGated, bool kNormed = false, int kLayerNormVectors = 0,
+          Epilogue kEpilogue = Epilogue::Store>
+__global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(SmallRowsParameters<Out, kEpilogue> args) {
+  constexpr bool kPairs = kEpilogue == Epilogue::AppendRotatedPairs, kTwoColumns = kGated || kPairs;
+  static_assert(kEpilogue == Epilogue::Store || (M == 1 && std::is_same_v<Out, __half> && !kGated),
+                "the step append takes one fp16 row");
   extern __shared__ uint4 staged[];  // [M, k / 8] vectors of 8 halves
   const int vectors = args.k / 8;
   const int lane = threadIdx.x % 32;
-  const int column = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  // A warp past the last column loads the last column's weights and stores nothing: it must reach the barrier.
-  const uint4* weights = reinterpret_cast<const uint4*>(args.b + static_cast<int64_t>(min(column, args.n - 1)) * args.k);
-  // Gated: the up column's weights, n rows further; its sums kept beside the gate's.
+  // The warp's item: a column, or a rotary pair (its first column, the second half a head later).
+  const int item = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, items = kPairs ? args.n / 2 : args.n;
+  // A warp past the last item loads the last item's weights and stores nothing: it must reach the barrier.
+  int column = item, loaded = min(item, args.n - 1);
+  if constexpr (kPairs) column = loaded = pair_column(min(item, items - 1), args.append.head_dim);
+  const uint4* weights = reinterpret_cast<const uint4*>(args.b + static_cast<int64_t>(loaded) * args.k);
+  // The second column's weights, its sums kept beside the first's: gated, the up column n rows further;
+  // pairs, the partner half a head further.
   const uint4* up_weights = kGated ? weights + static_cast<int64_t>(args.n) * vectors : nullptr;
-  constexpr int kLoads = vectors_in_flight<M, kGated>(), kUpLoads = kGated ? kLoads : 1;
+  if constexpr (kPairs) up_weights = weights + static_cast<int64_t>(args.append.head_dim / 2) * vectors;
+  constexpr int kLoads = vectors_in_flight<M, kTwoColumns>(), kUpLoads = kTwoColumns ? kLoads : 1;
   uint4 w[kLoads], u[kUpLoads];
   const auto load_slices = [&](int first) {
 #pragma unroll
@@ -202,7 +295,7 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
       const int v = first + 32 * i;
       if (v >= vectors) break;
       w[i] = load_weights(weights + v, args.stream_b);
-      if constexpr (kGated) u[i] = load_weights(up_weights + v, args.stream_b);
+      if constexpr (kTwoColumns) u[i] = load_weights(up_weights + v, args.stream_b);
     }
   };
   load_slices(lane);
@@ -215,8 +308,8 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
     for (int i = threadIdx.x; i < M * vectors; i += blockDim.x) staged[i] = reinterpret_cast<const uint4*>(args.a)[i];
     __syncthreads();
   }
-  if (column >= args.n) return;  // the whole warp leaves together, after the barrier
-  constexpr int kUpRows = kGated ? M : 1;
+  if (item >= items) return;  // the whole warp leaves together, after the barrier
+  constexpr int kUpRows = kTwoColumns ? M : 1;
   float sums[M], up_sums[kUpRows];
 #pragma unroll
   for (int r = 0; r < M; ++r) sums[r] = 0.0f;
@@ -229,7 +322,7 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
       const int v = first + 32 * i;
       if (v >= vectors) break;
       const __half2* w2 = reinterpret_cast<const __half2*>(&w[i]);
-      const __half2* u2 = reinterpret_cast<const __half2*>(&u[kGated ? i : 0]);
+      const __half2* u2 = reinterpret_cast<const __half2*>(&u[kTwoColumns ? i : 0]);
 #pragma unroll
       for (int r = 0; r < M; ++r) {
         const uint4 x = staged[r * vectors + v];
@@ -238,7 +331,7 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
         for (int e = 0; e < 4; ++e) {
           const float2 wf = __half22float2(w2[e]), xf = __half22float2(x2[e]);
           sums[r] = fmaf(wf.x, xf.x, fmaf(wf.y, xf.y, sums[r]));
-          if constexpr (kGated) {
+          if constexpr (kTwoColumns) {
             const float2 uf = __half22float2(u2[e]);
             up_sums[r] = fmaf(uf.x, xf.x, fmaf(uf.y, xf.y, up_sums[r]));
           }
@@ -250,8 +343,12 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
   for (int r = 0; r < M; ++r) {
     float value = warp_sum(sums[r]) * args.alpha;
     float up = 0.0f;
-    if constexpr (kGated) up = warp_sum(up_sums[r < kUpRows ? r : 0]) * args.alpha;
-    if (lane == r) {
+    if constexpr (kTwoColumns) up = warp_sum(up_sums[r < kUpRows ? r : 0]) * args.alpha;
+    if constexpr (kEpilogue == Epilogue::Append) {
+      if (lane == 0) store_step_value(args.append, column, step_value(args.append, column, value));
+    } else if constexpr (kPairs) {
+      if (lane == 0) store_step_pair(args.append, column, value, up);
+    } else if (lane == r) {
       if (args.bias != nullptr) {
         value += __half2float(args.bias[column]);
         if constexpr (kGated) up += __half2float(args.bias[args.n + column]);
@@ -323,6 +420,18 @@ void launch_small_rows_mma(const SmallGemmArguments<Out>& args, int m, cudaStrea
   CUDA_CHECK_LAUNCH();
 }
 
+// Runs a small-rows kernel over `items` warp items (columns, or rotary pairs) of m staged rows. Narrow
+// outputs: 4 warps a block, so that 512 columns still spread over 128 multiprocessors. Wide ones (the
+// logits): 8, so that fewer blocks stage the rows of a.
+template <typename Parameters>
+void launch_warp_items(void (*kernel)(Parameters), const Parameters& args, int m, int items, cudaStream_t stream) {
+  const int threads = args.n <= 4096 ? 128 : kSmallMaxThreads, warps = threads / 32;
+  const unsigned blocks = static_cast<unsigned>((items + warps - 1) / warps);
+  const size_t shared = static_cast<size_t>(m) * args.k * sizeof(__half);
+  kernel<<<blocks, threads, shared, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
 template <typename Out, int M>
 void launch_small_rows(const SmallGemmArguments<Out>& args, cudaStream_t stream) {
   auto kernel = args.gated ? small_rows_gemm_kernel<Out, M, true> : small_rows_gemm_kernel<Out, M, false>;
@@ -339,13 +448,26 @@ void launch_small_rows(const SmallGemmArguments<Out>& args, cudaStream_t stream)
       kernel = args.gated ? small_rows_gemm_kernel<Out, 1, true, true> : small_rows_gemm_kernel<Out, 1, false, true>;
     }
   }
-  // Narrow outputs: 4 columns per block, so that 512 columns still spread over 128 multiprocessors. Wide
-  // ones (the logits): 8, so that fewer blocks stage the rows of a.
-  const int threads = args.n <= 4096 ? 128 : kSmallMaxThreads, columns = threads / 32;
-  const unsigned blocks = static_cast<unsigned>((args.n + columns - 1) / columns);
-  const size_t shared = static_cast<size_t>(M) * args.k * sizeof(__half);
-  kernel<<<blocks, threads, shared, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_warp_items(kernel, args, M, args.n, stream);
+}
+
+// The step-append forms (one fp16 row) with the prologue the arguments ask for: a layer norm (as
+// launch_small_rows picks its vectors a lane), an RMS norm, or none.
+template <Epilogue kEpilogue>
+void launch_step_append(const StepAppendArguments& args, cudaStream_t stream) {
+  auto kernel = small_rows_gemm_kernel<__half, 1, false, false, 0, kEpilogue>;
+  if (args.norm_beta != nullptr) {
+    switch (layer_norm_lane_vectors(args.k / 8)) {
+      case 1: kernel = small_rows_gemm_kernel<__half, 1, false, false, 1, kEpilogue>; break;
+      case 2: kernel = small_rows_gemm_kernel<__half, 1, false, false, 2, kEpilogue>; break;
+      case 4: kernel = small_rows_gemm_kernel<__half, 1, false, false, 4, kEpilogue>; break;
+      default: kernel = small_rows_gemm_kernel<__half, 1, false, false, 8, kEpilogue>; break;
+    }
+  } else if (args.norm_weight != nullptr) {
+    kernel = small_rows_gemm_kernel<__half, 1, false, true, 0, kEpilogue>;
+  }
+  const int items = kEpilogue == Epilogue::AppendRotatedPairs ? args.n / 2 : args.n;
+  launch_warp_items(kernel, args, 1, items, stream);
 }
 
 template <typename Out>
@@ -503,6 +625,25 @@ bool cuda_core_small_rows(const Tensor& x, const Tensor& weight, const ops::Matm
          small_rows_apply(x, weight, out, options);
 }
 
+// rms_norm's kernel reads 16-byte vectors, one a thread, up to 1,024 threads: the reduction the RMS prologue
+// repeats.
+bool rms_prologue_fits(const Tensor& x, const ops::RmsNormWeights& norm, const Tensor* residual) {
+  const int64_t vectors = x.dim(1) / 8;
+  return x.dim(1) % 8 == 0 && vectors <= 1024 && norm.weight.dtype() == DataType::F16 &&
+         norm.weight.shape() == Shape{x.dim(1)} && is_aligned(norm.weight.raw(), 16) &&
+         (residual == nullptr || is_aligned(residual->raw(), 16));
+}
+
+// The rows layer_norm's warp kernel takes (at most 256 16-byte vectors, every operand aligned): the arithmetic
+// the layer-norm prologue repeats.
+bool layer_norm_prologue_fits(const Tensor& x, const ops::LayerNormWeights& norm) {
+  const int64_t k = x.dim(1);
+  const auto fp16_vector = [&](const Tensor& t) {
+    return t.dtype() == DataType::F16 && t.shape() == Shape{k} && t.device() == Device::CUDA && is_aligned(t.raw(), 16);
+  };
+  return k % 8 == 0 && k / 8 <= 256 && fp16_vector(norm.gamma) && fp16_vector(norm.beta);
+}
+
 }  // namespace
 
 bool fused_matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out,
@@ -520,15 +661,11 @@ bool fused_matmul_gated_activation(const Tensor& x, const Tensor& weight, const 
 bool fused_rms_norm_matmul(const Tensor& x, const RmsNormProduct& product, Tensor& out, cudaStream_t stream) {
   ops::MatmulOptions options;
   options.bias = product.bias;
-  const int64_t vectors = x.dim(1) / 8;
-  // rms_norm's kernel reads 16-byte vectors, one a thread, up to 1,024 threads: the reduction the prologue
-  // repeats.
-  const bool norm_as_kernel = x.dim(1) % 8 == 0 && vectors <= 1024 && product.norm.weight.dtype() == DataType::F16 &&
-                              product.norm.weight.shape() == Shape{x.dim(1)} && is_aligned(product.norm.weight.raw(), 16) &&
-                              (product.residual == nullptr || is_aligned(product.residual->raw(), 16));
   // One row only: every block normalizes the rows it stages, which at 2 rows cost more than the launch it
   // saves (H200, TinyLlama shape, ms a token: 1 row 1.030 -> 1.012, 2 rows 1.21 -> 1.26).
-  if (x.dim(0) != 1 || !norm_as_kernel || !cuda_core_small_rows(x, product.weight, options, out)) return false;
+  if (x.dim(0) != 1 || !rms_prologue_fits(x, product.norm, product.residual) ||
+      !cuda_core_small_rows(x, product.weight, options, out))
+    return false;
   SmallRowsEpilogue epilogue;
   epilogue.gated = product.gated;
   epilogue.norm_weight = product.norm.weight.data<__half>();
@@ -541,14 +678,8 @@ bool fused_rms_norm_matmul(const Tensor& x, const RmsNormProduct& product, Tenso
 
 bool fused_layer_norm_matmul(const Tensor& x, const ops::LayerNormWeights& norm, const Tensor& weight,
                              const ops::MatmulOptions& options, Tensor& out, cudaStream_t stream) {
-  // The rows layer_norm's warp kernel takes (at most 256 16-byte vectors, every operand aligned): the
-  // arithmetic the prologue repeats. One row only, as for the RMS prologue.
-  const int64_t k = x.dim(1);
-  const auto fp16_vector = [&](const Tensor& t) {
-    return t.dtype() == DataType::F16 && t.shape() == Shape{k} && t.device() == Device::CUDA && is_aligned(t.raw(), 16);
-  };
-  const bool norm_as_warp = k % 8 == 0 && k / 8 <= 256 && fp16_vector(norm.gamma) && fp16_vector(norm.beta);
-  if (x.dim(0) != 1 || !norm_as_warp || options.prepared_b != nullptr || options.fp32_output ||
+  // One row only, as for the RMS prologue.
+  if (x.dim(0) != 1 || !layer_norm_prologue_fits(x, norm) || options.prepared_b != nullptr || options.fp32_output ||
       !cuda_core_small_rows(x, weight, options, out))
     return false;
   SmallRowsEpilogue epilogue;
@@ -569,6 +700,67 @@ bool fused_matmul_bias_residual(const Tensor& x, const Tensor& weight, const Ten
   epilogue.residual = residual.data<__half>();
   epilogue.residual_bias = bias.data<__half>();
   run_small_rows<__half>(x, weight, out, options, tensor_cores, stream, epilogue);
+  return true;
+}
+
+bool fused_project_self_attention_step(const Tensor& x, const ops::InputNorm& norm, const Tensor& weight,
+                                       const ops::SelfAttentionStepCaches& caches,
+                                       const ops::SelfAttentionStepOptions& options, Tensor& query,
+                                       cudaStream_t stream) {
+  // The front end (ops::project_self_attention_step) checked the shapes; this checks what the kernel adds:
+  // one row of a product the CUDA-core kernel takes, a norm its prologue repeats, and operands on the device
+  // (the kernel cannot throw). Rotary pairs take the RMS prologue or none.
+  const bool rotary = options.rotary != nullptr;
+  const auto on_device = [](const Tensor* t) { return t == nullptr || t->device() == Device::CUDA; };
+  const bool norm_fits = norm.layer != nullptr ? !rotary && layer_norm_prologue_fits(x, *norm.layer)
+                         : norm.rms != nullptr ? norm.rms->weight.device() == Device::CUDA && rms_prologue_fits(x, *norm.rms, nullptr)
+                                               : true;
+  if (x.dim(0) != 1 || !norm_fits || !cuda_core_small_rows(x, weight, {}, query) || x.dtype() != DataType::F16 ||
+      !on_device(&caches.positions) || !on_device(&caches.history) || !on_device(options.bias) ||
+      !on_device(options.cache_rows) || !on_device(options.history_rows) || !on_device(options.rotary) ||
+      weight.dim(0) > INT32_MAX || caches.key_cache.dim(2) > INT32_MAX)
+    return false;
+  StepAppendArguments args;
+  args.a = x.data<__half>();
+  args.b = weight.data<__half>();
+  args.bias = nullptr;
+  args.c = nullptr;
+  args.n = static_cast<int>(weight.dim(0));
+  args.k = static_cast<int>(x.dim(1));
+  args.alpha = 1.0f;
+  args.relu = false;
+  args.stream_b = static_cast<size_t>(weight.bytes()) * 2 > static_cast<size_t>(context().properties.l2CacheSize);
+  if (norm.layer != nullptr) {
+    args.norm_weight = norm.layer->gamma.data<__half>();
+    args.norm_beta = norm.layer->beta.data<__half>();
+    args.norm_epsilon = norm.layer->epsilon;
+  } else if (norm.rms != nullptr) {
+    args.norm_weight = norm.rms->weight.data<__half>();
+    args.norm_epsilon = norm.rms->epsilon;
+  }
+  StepAppend& append = args.append;
+  append.query = query.data<__half>();
+  append.key_cache = caches.key_cache.data<__half>();
+  append.value_cache = caches.value_cache.data<__half>();
+  append.history = caches.history.data<int32_t>();
+  append.positions = caches.positions.data<int32_t>();
+  append.cache_rows = options.cache_rows != nullptr ? options.cache_rows->data<int32_t>() : nullptr;
+  append.history_rows = options.history_rows != nullptr ? options.history_rows->data<int32_t>() : nullptr;
+  append.bias = options.bias != nullptr ? options.bias->data<__half>() : nullptr;
+  append.query_width = static_cast<int>(query.dim(1));
+  append.kv_width = static_cast<int>(caches.key_cache.dim(2));
+  append.capacity = caches.key_cache.dim(1);
+  append.rows = caches.key_cache.dim(0);
+  append.history_count = caches.history.dim(0);
+  append.history_capacity = caches.history.dim(1);
+  if (rotary) {
+    append.rotary = options.rotary->data<float>();
+    append.head_dim = static_cast<int>(options.rotary->dim(1));
+    append.rotary_positions = static_cast<int>(options.rotary->dim(0));
+    launch_step_append<Epilogue::AppendRotatedPairs>(args, stream);
+  } else {
+    launch_step_append<Epilogue::Append>(args, stream);
+  }
   return true;
 }
 

@@ -16,12 +16,6 @@ struct RotaryArguments {
   int table_positions;
 };
 
-// a * b rounded to T, as a float.
-template <typename T>
-__device__ __forceinline__ float product_in(float a, float b) {
-  return to_float(from_float<T>(__fmul_rn(a, b)));
-}
-
 template <typename T, int N>
 __global__ void rotary_embedding_kernel(T* __restrict__ qkv, const int32_t* __restrict__ positions,
                                         const float* __restrict__ table, RotaryArguments args) {
@@ -40,11 +34,9 @@ __global__ void rotary_embedding_kernel(T* __restrict__ qkv, const int32_t* __re
     const float* sin = cos + half;
 #pragma unroll
     for (int e = 0; e < N; ++e) {
-      // HF casts cos and sin to the model's dtype before multiplying.
-      const float c = to_float(from_float<T>(cos[e])), s = to_float(from_float<T>(sin[e]));
       const float a = to_float(x1.value[e]), b = to_float(x2.value[e]);
-      x1.value[e] = from_float<T>(__fsub_rn(product_in<T>(a, c), product_in<T>(b, s)));
-      x2.value[e] = from_float<T>(__fadd_rn(product_in<T>(b, c), product_in<T>(a, s)));
+      x1.value[e] = rotated_first<T>(a, b, cos[e], sin[e]);
+      x2.value[e] = rotated_second<T>(a, b, cos[e], sin[e]);
     }
     reinterpret_cast<V*>(first)[v] = x1;
     reinterpret_cast<V*>(first + half)[v] = x2;

@@ -52,9 +52,10 @@ ops::ResidualNorm SelfAttention::forward_packed(const ops::ResidualNorm& x, cons
 ops::ResidualNorm SelfAttention::step(const ops::ResidualNorm& x, Tensor& key_cache, Tensor& value_cache,
                                       const DecoderStepInputs& inputs, const LayerNorm* next) const {
   const int64_t slots = x.sum.dim(0), d = shape_.d_model;
-  const Tensor qkv = norm_.product_of_input(x, qkv_, qkv_.options(false));
-  const Tensor query = ops::append_self_attention_step(qkv, qkv_.bias(), inputs.positions, key_cache, value_cache,
-                                                       inputs.history, inputs.cache_rows);
+  ops::SelfAttentionStepOptions append;
+  append.cache_rows = inputs.cache_rows;
+  const Tensor query = norm_.project_self_attention_step(
+      x, qkv_, {inputs.positions, key_cache, value_cache, inputs.history}, append);
   ops::AttentionOptions options = attention_options(shape_);
   options.key_rows = &inputs.history;
   const Tensor context =

@@ -39,19 +39,31 @@ Tensor CausalLayer::Projection::apply(const Tensor& x) const {
   return ops::matmul(x, weight, options);
 }
 
+Tensor CausalLayer::project_queries(const ops::ResidualNorm& x, const ops::SelfAttentionStepCaches& caches,
+                                    const ops::SelfAttentionStepOptions& append) const {
+  // A bias goes into the product (the rotation takes none after it); one row without one is a single kernel.
+  if (qkv_.bias.defined()) {
+    const Tensor qkv = x.normalized.defined() ? qkv_.apply(x.normalized)
+                                              : ops::rms_norm_matmul(x.sum, attention_norm(), qkv_.weight, &qkv_.bias);
+    return ops::append_self_attention_step(qkv, caches.positions, caches.key_cache, caches.value_cache,
+                                           caches.history, append);
+  }
+  if (x.normalized.defined())
+    return ops::project_self_attention_step(x.normalized, {}, qkv_.weight, {}, caches, append);
+  const ops::RmsNormWeights norm = attention_norm();
+  return ops::project_self_attention_step(x.sum, {nullptr, &norm}, qkv_.weight, {}, caches, append);
+}
+
 ops::ResidualNorm CausalLayer::forward(const ops::ResidualNorm& x, Tensor& key_blocks, Tensor& value_blocks,
                                        const CausalPass& pass, const ops::RmsNormWeights* next, bool keys_only) const {
   const int64_t tokens = x.sum.dim(0), queries = int64_t{num_heads_} * head_dim_;
-  const Tensor* qkv_bias = qkv_.bias.defined() ? &qkv_.bias : nullptr;
-  const Tensor qkv = x.normalized.defined() ? qkv_.apply(x.normalized)
-                                            : ops::rms_norm_matmul(x.sum, attention_norm(), qkv_.weight, qkv_bias);
   ops::SelfAttentionStepOptions append;
   append.query_width = queries;
   append.cache_rows = &pass.cache_rows;
   append.history_rows = pass.history_rows;
   append.rotary = pass.rotary;  // the queries and keys rotate on their way into the blocks
   append.rotary_shape = {num_heads_, num_kv_heads_};
-  const Tensor query = ops::append_self_attention_step(qkv, pass.positions, key_blocks, value_blocks, pass.history, append);
+  const Tensor query = project_queries(x, {pass.positions, key_blocks, value_blocks, pass.history}, append);
   if (keys_only) return {};
   // Each token reads its keys through its history row: its own (a step), or its sequence's (a prefill).
   if (pass.history_rows != nullptr && !pass.key_rows.defined())

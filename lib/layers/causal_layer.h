@@ -56,6 +56,11 @@ class CausalLayer {
     Tensor apply(const Tensor& x) const;
   };
 
+  // The attention norm of x, its QKV projection, and the tokens' query rows, keys and values where `append`
+  // puts them (ops::project_self_attention_step: one kernel for one row of a model without attention biases).
+  Tensor project_queries(const ops::ResidualNorm& x, const ops::SelfAttentionStepCaches& caches,
+                         const ops::SelfAttentionStepOptions& append) const;
+
   int num_heads_ = 0, num_kv_heads_ = 0, head_dim_ = 0;
   float epsilon_ = 1e-5f;
   Tensor attention_norm_;  // [d]

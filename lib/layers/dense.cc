@@ -39,4 +39,16 @@ Tensor SublayerNorm::product_of_input(const ops::ResidualNorm& x, const Dense& d
   return ops::matmul(input(x), dense.weight(), options);
 }
 
+Tensor SublayerNorm::project_self_attention_step(const ops::ResidualNorm& x, const Dense& dense,
+                                                 const ops::SelfAttentionStepCaches& caches,
+                                                 ops::SelfAttentionStepOptions options) const {
+  options.bias = &dense.bias();
+  const ops::MatmulOptions product = dense.options(false);
+  if (placement_ == NormPlacement::Pre && !x.normalized.defined()) {
+    const ops::LayerNormWeights weights = norm_.weights();
+    return ops::project_self_attention_step(x.sum, {&weights, nullptr}, dense.weight(), product, caches, options);
+  }
+  return ops::project_self_attention_step(input(x), {}, dense.weight(), product, caches, options);
+}
+
 }  // namespace seqtrans

@@ -80,6 +80,11 @@ class SublayerNorm {
   // input(x) W^T with `options` (Dense::options): where the pre-norm input is still to be computed, the norm
   // and the product are one op (ops::layer_norm_matmul: one kernel at batch 1 on the GPU).
   Tensor product_of_input(const ops::ResidualNorm& x, const Dense& dense, const ops::MatmulOptions& options) const;
+  // The self-attention step from x: ops::project_self_attention_step of the product product_of_input would
+  // compute (without the bias, which the step adds: dense's), its norm taken as product_of_input takes it.
+  Tensor project_self_attention_step(const ops::ResidualNorm& x, const Dense& dense,
+                                     const ops::SelfAttentionStepCaches& caches,
+                                     ops::SelfAttentionStepOptions options) const;
   // The stream after the sublayer, from its last projection `dense` of `x`. Post-norm: layer_norm(x W^T + b +
   // residual), nothing normalized (the next sublayer's norm is on its own output). Pre-norm: residual +
   // (x W^T + b) with `next` of it (ops::add_bias_residual_norm), where `next`, the norm the stream goes through

@@ -133,6 +133,20 @@ struct SelfAttentionStepOptions {
   RotaryShape rotary_shape;
 };
 
+// Where append_self_attention_step writes, and the positions it writes at (ops/ops.h).
+struct SelfAttentionStepCaches {
+  const Tensor& positions;
+  Tensor& key_cache;
+  Tensor& value_cache;
+  Tensor& history;
+};
+
+// The norm a product's input goes through first: a layer norm, an RMS norm, or neither (at most one is set).
+struct InputNorm {
+  const LayerNormWeights* layer = nullptr;
+  const RmsNormWeights* rms = nullptr;
+};
+
 // How the k best of a row are found; every method is exact (ties to the lower id). The CPU always scans.
 enum class TopkAlgorithm {
   Auto,          // CUDA: Hierarchical where the vocabulary makes enough groups, else FullScan

@@ -137,6 +137,14 @@ Tensor append_self_attention_step(const Tensor& qkv, const Tensor& bias, const T
 Tensor append_self_attention_step(const Tensor& qkv, const Tensor& positions, Tensor& key_cache, Tensor& value_cache,
                                   Tensor& history, const SelfAttentionStepOptions& options);
 
+// append_self_attention_step(norm(x) W^T, caches..., options): the self-attention step from its input, the
+// same values. `product` holds the product's options (no bias: options.bias is the step's, added after the
+// product is rounded, as the two ops add it). One kernel on one fp16 CUDA row outside batch-invariant mode:
+// the product's epilogue writes the query and the caches (rotating them first, with rotary positions).
+Tensor project_self_attention_step(const Tensor& x, const InputNorm& norm, const Tensor& weight,
+                                   const MatmulOptions& product, const SelfAttentionStepCaches& caches,
+                                   const SelfAttentionStepOptions& options);
+
 // dst = src, same shape and dtype, queued on the device like any other op (a CUDA graph can hold it).
 void copy(const Tensor& src, Tensor& dst);
 

@@ -235,6 +235,58 @@ TEST_CASE("append_self_attention_step equals add_bias_split and two row writes, 
                   Error);
 }
 
+// The step from its input (ops::project_self_attention_step): on the CPU the normalized product then the
+// append, the same values as those two ops, for each norm; a product with a bias, or two norms, is refused.
+TEST_CASE("project_self_attention_step equals the normalized product then append_self_attention_step", "[ops]") {
+  const int64_t slots = 2, d = 16, heads = 4, kv_heads = 2, head_dim = 4, capacity = 6;
+  const int64_t queries = heads * head_dim, kv = kv_heads * head_dim, n = queries + 2 * kv;
+  const Tensor x = random_floats({slots, d}, -2.0f, 2.0f), weight = random_floats({n, d}, -0.5f, 0.5f);
+  const Tensor gamma = random_floats({d}, 0.5f, 1.5f), beta = random_floats({d}), bias = random_floats({n});
+  const Tensor table = ops::rotary_table(capacity, head_dim, 10000.0f, Device::CPU);
+  const Tensor positions = Tensor::from_ints({slots}, {4, 1});
+  const ops::LayerNormWeights layer_norm{gamma, beta, 1e-5f};
+  const ops::RmsNormWeights rms_norm{gamma, 1e-6f};
+  const Tensor keys_before = random_floats({slots, capacity, kv}), values_before = random_floats({slots, capacity, kv});
+  for (int norm_kind = 0; norm_kind < 3; ++norm_kind) {
+    CAPTURE(norm_kind);
+    ops::InputNorm norm;
+    if (norm_kind == 1) norm.layer = &layer_norm;
+    if (norm_kind == 2) norm.rms = &rms_norm;
+    ops::SelfAttentionStepOptions options;
+    options.query_width = queries;
+    options.rotary_shape = {static_cast<int>(heads), static_cast<int>(kv_heads)};
+    if (norm_kind == 2) options.rotary = &table;  // Llama's: rotary positions, no bias
+    if (norm_kind != 2) options.bias = &bias;
+    Tensor keys = keys_before.to(Device::CPU), values = values_before.to(Device::CPU);
+    Tensor history = Tensor::from_ints({slots, capacity}, std::vector<int32_t>(slots * capacity, -1));
+    const Tensor query = ops::project_self_attention_step(x, norm, weight, {}, {positions, keys, values, history}, options);
+    const Tensor normalized = norm_kind == 1 ? ops::layer_norm(x, layer_norm) : norm_kind == 2 ? ops::rms_norm(x, rms_norm) : x;
+    Tensor expected_keys = keys_before.to(Device::CPU), expected_values = values_before.to(Device::CPU);
+    Tensor expected_history = Tensor::from_ints({slots, capacity}, std::vector<int32_t>(slots * capacity, -1));
+    const Tensor expected = ops::append_self_attention_step(ops::matmul(normalized, weight), positions, expected_keys,
+                                                            expected_values, expected_history, options);
+    CHECK(query.to_float_vector() == expected.to_float_vector());
+    CHECK(keys.to_float_vector() == expected_keys.to_float_vector());
+    CHECK(values.to_float_vector() == expected_values.to_float_vector());
+    CHECK(history.to_int_vector() == expected_history.to_int_vector());
+    CHECK(keys.to_float_vector() != keys_before.to_float_vector());
+  }
+  Tensor keys = keys_before.to(Device::CPU), values = values_before.to(Device::CPU);
+  Tensor history = Tensor::from_ints({slots, capacity}, std::vector<int32_t>(slots * capacity, -1));
+  ops::SelfAttentionStepOptions options;
+  options.query_width = queries;
+  ops::MatmulOptions with_bias;
+  with_bias.bias = &bias;
+  CHECK_THROWS_AS(ops::project_self_attention_step(x, {}, weight, with_bias, {positions, keys, values, history}, options),
+                  Error);
+  CHECK_THROWS_AS(ops::project_self_attention_step(x, {&layer_norm, &rms_norm}, weight, {},
+                                                   {positions, keys, values, history}, options),
+                  Error);
+  CHECK_THROWS_AS(ops::project_self_attention_step(x, {}, random_floats({n + 1, d}), {}, {positions, keys, values, history},
+                                                   options),
+                  Error);
+}
+
 TEST_CASE("copy copies every byte and checks shape and dtype", "[ops]") {
   const Tensor src = random_floats({3, 4, 5});
   Tensor dst = random_floats({3, 4, 5});

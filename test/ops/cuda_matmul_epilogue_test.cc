@@ -9,6 +9,7 @@
 #ifdef SEQTRANS_WITH_CUDA
 
 #include <array>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 
@@ -21,6 +22,7 @@
 using namespace seqtrans;
 using seqtrans::testing::max_relative_error;
 using seqtrans::testing::random_floats;
+using seqtrans::testing::random_ints;
 
 TEST_CASE("cuda matmul with a bias and activation epilogue matches the CPU", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
@@ -195,6 +197,97 @@ TEST_CASE("layer_norm_matmul gives layer_norm then matmul's bits, one fp16 row t
       CHECK(prologue == (m == 1 && k <= 2048));
       if (prologue) CHECK(same_bits(fused, separate));
     }
+}
+
+// ops::project_self_attention_step against the two ops it stands for (the normalized product, then
+// append_self_attention_step): the same bits in the query, both caches and the history. One fp16 row takes
+// the fused kernel, which must report that it ran: NLLB's layer norm and bias into whole-row caches and into
+// blocks, no norm, TinyLlama's and Llama-2-7B's RMS norm with rotary pairs (and a position past the rotary
+// table, left unrotated), and a position past the history (nothing written but the query). Two rows run the
+// ops one by one.
+TEST_CASE("project_self_attention_step gives the product then append_self_attention_step's bits", "[gpu]") {
+  REQUIRE_GPU_OR_SKIP();
+  enum Norm { kNone, kLayer, kRms };
+  struct Case {
+    const char* name;
+    int64_t rows, d, heads, kv_heads, head_dim;
+    Norm norm;
+    bool bias, rotary, blocks;
+    int32_t position;
+  };
+  const Case cases[] = {
+      {"nllb", 1, 1024, 16, 16, 64, kLayer, true, false, false, 7},
+      {"nllb blocks", 1, 1024, 16, 16, 64, kLayer, true, false, true, 21},
+      {"no norm", 1, 512, 8, 8, 64, kNone, true, false, false, 3},
+      {"tinyllama", 1, 2048, 32, 4, 64, kRms, false, true, true, 37},
+      {"tinyllama past the table", 1, 2048, 32, 4, 64, kRms, false, true, true, 45},
+      {"llama-2-7b", 1, 4096, 32, 32, 128, kRms, false, true, true, 5},
+      {"gqa 2 without a norm", 1, 512, 8, 4, 64, kNone, false, true, true, 9},
+      {"past the history", 1, 1024, 16, 16, 64, kLayer, true, false, true, 50},
+      {"two rows", 2, 1024, 16, 16, 64, kLayer, true, false, true, 12},
+  };
+  const int64_t capacity = 48, block = 16, blocks = 6, table_positions = 40;
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const int64_t queries = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim, n = queries + 2 * kv;
+    const Tensor x = on_gpu(random_floats({c.rows, c.d}, -2.0f, 2.0f));
+    const Tensor weight = on_gpu(random_floats({n, c.d}, -0.1f, 0.1f)), bias = on_gpu(random_floats({n}, -1.0f, 1.0f));
+    const Tensor gamma = on_gpu(random_floats({c.d}, 0.5f, 1.5f)), beta = on_gpu(random_floats({c.d}, -0.5f, 0.5f));
+    const Tensor table = ops::rotary_table(table_positions, c.head_dim, 10000.0f, Device::CUDA);
+    const ops::LayerNormWeights layer_norm{gamma, beta, 1e-5f};
+    const ops::RmsNormWeights rms_norm{gamma, 1e-5f};
+    ops::InputNorm norm;
+    if (c.norm == kLayer) norm.layer = &layer_norm;
+    if (c.norm == kRms) norm.rms = &rms_norm;
+    std::vector<int32_t> positions_of, cache_rows_of;
+    for (int64_t r = 0; r < c.rows; ++r) {
+      positions_of.push_back(c.position + static_cast<int32_t>(r));
+      cache_rows_of.push_back(static_cast<int32_t>((3 + 2 * r) % blocks));
+    }
+    const Tensor positions = Tensor::from_ints({c.rows}, positions_of).to(Device::CUDA);
+    const Tensor cache_rows = Tensor::from_ints({c.rows}, cache_rows_of).to(Device::CUDA);
+    ops::SelfAttentionStepOptions options;
+    options.query_width = queries;
+    if (c.bias) options.bias = &bias;
+    if (c.blocks) options.cache_rows = &cache_rows;
+    if (c.rotary) options.rotary = &table;
+    options.rotary_shape = {static_cast<int>(c.heads), static_cast<int>(c.kv_heads)};
+    const Shape cache_shape = c.blocks ? Shape{blocks, block, kv} : Shape{c.rows, capacity, kv};
+    const Tensor keys_before = on_gpu(random_floats(cache_shape)), values_before = on_gpu(random_floats(cache_shape));
+    const Tensor history_before = random_ints({c.rows, capacity}, -9, -1).to(Device::CUDA);
+    struct Written {
+      Tensor query, keys, values, history;
+    };
+    const auto run = [&](const std::function<Tensor(const ops::SelfAttentionStepCaches&)>& step) {
+      Written w{Tensor(), keys_before.to(Device::CUDA), values_before.to(Device::CUDA), history_before.to(Device::CUDA)};
+      w.query = step({positions, w.keys, w.values, w.history});
+      return w;
+    };
+    const Written separate = run([&](const ops::SelfAttentionStepCaches& caches) {
+      const Tensor qkv = c.norm == kLayer ? ops::matmul(ops::layer_norm(x, layer_norm), weight)
+                         : c.norm == kRms ? ops::matmul(ops::rms_norm(x, rms_norm), weight)
+                                          : ops::matmul(x, weight);
+      return ops::append_self_attention_step(qkv, caches.positions, caches.key_cache, caches.value_cache,
+                                             caches.history, options);
+    });
+    const Written op = run([&](const ops::SelfAttentionStepCaches& caches) {
+      return ops::project_self_attention_step(x, norm, weight, {}, caches, options);
+    });
+    bool fused = false;
+    const Written kernel = run([&](const ops::SelfAttentionStepCaches& caches) {
+      Tensor query({c.rows, queries}, DataType::F16, Device::CUDA);
+      fused = cuda::fused_project_self_attention_step(x, norm, weight, caches, options, query, cuda::current_stream());
+      return query;
+    });
+    CHECK(fused == (c.rows == 1));
+    for (const Written* got : {&op, fused ? &kernel : &op}) {
+      CHECK(same_bits(got->query, separate.query));
+      CHECK(same_bits(got->keys, separate.keys));
+      CHECK(same_bits(got->values, separate.values));
+      CHECK(got->history.to(Device::CPU).to_int_vector() == separate.history.to(Device::CPU).to_int_vector());
+    }
+    CHECK(!same_bits(separate.keys, keys_before) == (c.position + c.rows <= capacity));
+  }
 }
 
 #endif
