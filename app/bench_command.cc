@@ -424,8 +424,8 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
                     "kernels of their own instead of inside it")
       ->group(measure_group);
   command->add_flag("--no-packed-weights", options.no_packed_weights,
-                    "CPU: products read the weights as stored (OpenBLAS packs them at every call) instead of "
-                    "packed once at load (same results)")
+                    "CPU: products pack the panels of the weights they read at every call instead of once "
+                    "(same results)")
       ->group(measure_group);
   command->add_option("--persistent-decode-rows", options.persistent_decode_rows,
                       fmt::format("Steps of at most N rows run through the persistent kernel (at most {})",

@@ -1,7 +1,13 @@
+// matmul on the CPU. Where the CPU has AVX2 or AVX-512, the packed kernels (cpu/packed_gemm.h) take every
+// fp32 product, each element one chain of fused multiply-adds over k: the bits do not depend on the thread
+// count, the row count or the kernels OpenBLAS picks (OPENBLAS_CORETYPE=Haswell, set on some machines, sums in
+// orders that change with the split), and they were faster than OpenBLAS at every shape measured
+// (docs/BENCHMARKS.md). OpenBLAS takes the products of other CPUs, and int8 weights their own kernels.
 #include <cblas.h>
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -25,10 +31,6 @@ constexpr int64_t kColumnBlock = 16;
 // A part gets at least this many multiply-adds: below it, handing it to another thread costs more than it
 // saves (a wake-up is a few microseconds; this is about 20 us of one core).
 constexpr int64_t kMinPartWork = int64_t{1} << 19;
-
-// The longest k for which OpenBLAS sums each element of c as one chain of fused multiply-adds: its first
-// block of k (GEMM_Q) is at least this long on every x86-64 target it has; past it, it adds the blocks' sums.
-constexpr int64_t kChainedK = 256;
 
 // Whether OpenBLAS (0.3.x) may take a product of `rows` x `cols` over k to its small-matrix kernels, whose
 // sums run in other orders: in its column-major terms (cols x rows, b transposed) it may where
@@ -96,25 +98,74 @@ void matmul_int8(const float* a, int64_t m, int64_t k, const PackedMatrix& b, fl
                });
 }
 
-}  // namespace
+// Panels of an unprepared weight packed at once in matmul_in_one_chain: 256 KiB at k = 512, within L2.
+constexpr int64_t kPanelsPackedAtOnce = 8;
 
-bool packed_matmul_exact(int64_t rows, int64_t cols, int64_t k) {
-  return k <= kChainedK && !blas_small_path(rows, cols, k);
+// A product in the packed kernels' one chain over k: over a prepared weight's panels once they are written
+// (PackedMatrix::use, counted here), before that over each part's panels packed on the fly, the same bits.
+// Each element is one chain for any split of rows and columns: the same bits at any thread count and, row by
+// row, at any row count (batch-invariant mode asks nothing more).
+void matmul_in_one_chain(const float* a, int64_t m, int64_t k, const float* b, const PackedMatrix* packed,
+                         const ops::MatmulOptions& options, float* c, int64_t n, int64_t grain, Isa isa) {
+  if (packed != nullptr && !packed->use()) packed = nullptr;
+  const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
+  // alpha scales the sums before the epilogue: the kernel then runs without one.
+  const bool scaled = options.alpha != 1.0f;
+  const GemmEpilogue epilogue{scaled ? nullptr : bias, options.activation};
+  const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+  parallel_for(blocks, grain, [&](int64_t block_begin, int64_t block_end) {
+    if (packed != nullptr) {
+      packed_gemm_f32(a, m, *packed, block_begin, block_end, c, n, epilogue, isa);
+    } else {
+      // The part's panels packed a few at a time into 64-byte aligned memory (the kernels' aligned loads),
+      // which the thread's next part reuses.
+      thread_local std::vector<float> buffer;
+      buffer.resize(static_cast<size_t>(kPanelsPackedAtOnce * k * kColumnBlock + 16));
+      float* panels = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(float) % 16) % 16;
+      for (int64_t first = block_begin; first < block_end; first += kPanelsPackedAtOnce) {
+        const int64_t last = std::min(block_end, first + kPanelsPackedAtOnce);
+        pack_f32_panels(b, options.transpose_b, n, k, first, last, panels);
+        packed_gemm_f32(a, m, F32Panels{panels, first, n, k}, first, last, c, n, epilogue, isa);
+      }
+    }
+    if (!scaled) return;
+    const int64_t begin = block_begin * kColumnBlock, end = std::min(n, block_end * kColumnBlock);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = begin; j < end; ++j) c[r * n + j] *= options.alpha;
+    finish_block(c, m, n, begin, end, {bias, options.activation});
+  });
 }
 
-namespace {
-
-// Whether a product of m rows over `packed` [n, k], its columns in parts of `step_blocks` blocks, takes the
-// packed kernel on any part, counting it (PackedMatrix::use) if so: false while the panels are not written
-// (the plain path then gives the same bits). The widest part decides: a narrower one only meets OpenBLAS's
-// small-matrix rule sooner.
-bool reads_packed(const PackedMatrix& packed, int64_t m, int64_t n, int64_t k, int64_t step_blocks, bool invariant) {
-  const int64_t widest = std::min(n, step_blocks * kColumnBlock);
-  const bool wanted = invariant ? k <= kChainedK : packed_matmul_exact(m, widest, k);
-  return wanted && packed.use();
-}
-
 }  // namespace
+
+bool blas_sums_in_one_chain() {
+  static const bool one_chain = [] {
+    struct Shape {
+      int m, n, k;
+    };
+    // Past the small-matrix kernels (blas_small_path) and within kChainedK, with edge tiles in both directions.
+    for (const Shape shape : {Shape{7, 200, 256}, Shape{33, 48, 64}, Shape{200, 40, 100}}) {
+      const auto [m, n, k] = shape;
+      std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(n * k)), c(static_cast<size_t>(m * n));
+      uint32_t state = 12345;
+      const auto next = [&state] {
+        state = state * 1664525u + 1013904223u;
+        return static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;  // [-1, 1)
+      };
+      for (float& x : a) x = next();
+      for (float& x : b) x = next();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c.data(), n);
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          float sum = 0.0f;
+          for (int kk = 0; kk < k; ++kk) sum = std::fma(a[i * k + kk], b[j * k + kk], sum);
+          if (sum != c[i * n + j]) return false;
+        }
+    }
+    return true;
+  }();
+  return one_chain;
+}
 
 void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOptions& options) {
   const int m = blas_extent(a.dim(0), "m");
@@ -125,11 +176,6 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   const float* b_values = b.data<float>();
   float* c_values = c.data<float>();
   const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
-  // Each part is c[:, begin:end] = a x b[:, begin:end]: every element sums the same products in the same
-  // order whatever the split, so the result does not depend on the thread count; nor on the row count in
-  // batch-invariant mode (gemm_part, and the packed kernel's one chain over k). The mode is the calling
-  // thread's: the parts run on the pool's.
-  const bool invariant = batch_invariant();
   const auto* packed = static_cast<const PackedMatrix*>(options.prepared_b);
   if (packed != nullptr && packed->format() == ops::WeightFormat::Int8)
     return matmul_int8(a_values, m, k, *packed, c_values, n, {bias, options.activation});
@@ -137,18 +183,17 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
   const int64_t block_work = int64_t{m} * k * kColumnBlock;
   const int64_t grain = std::max<int64_t>(1, kMinPartWork / block_work);
-  if (packed != nullptr && !reads_packed(*packed, m, n, k, parallel_for_step(blocks, grain), invariant))
-    packed = nullptr;
+  // The packed kernels take every product where the CPU has them (AVX2 or AVX-512: faster than OpenBLAS at
+  // every shape measured, docs/BENCHMARKS.md), and where OpenBLAS does not sum in one chain; OpenBLAS the rest.
+  if (isa != Isa::Portable || !blas_sums_in_one_chain())
+    return matmul_in_one_chain(a_values, m, k, b_values, packed, options, c_values, n, grain, isa);
+  // OpenBLAS (no packed kernels on this CPU). Each part is c[:, begin:end] = a x b[:, begin:end]: its kernels
+  // sum each element in one chain whatever the split (blas_sums_in_one_chain), so the result does not depend
+  // on the thread count; nor on the row count in batch-invariant mode (gemm_part). The mode is the calling
+  // thread's: the parts run on the pool's.
+  const bool invariant = batch_invariant();
   const auto columns = [&](int64_t block_begin, int64_t block_end) {
     const int64_t begin = block_begin * kColumnBlock, end = std::min<int64_t>(n, block_end * kColumnBlock);
-    // The packed kernel where it gives the plain path's bits; OpenBLAS on b itself elsewhere.
-    // In batch-invariant mode the small path is not taken, so the packed kernel's chain is the bits at any k
-    // it covers.
-    if (packed != nullptr && (invariant ? k <= kChainedK : packed_matmul_exact(m, end - begin, k))) {
-      static_assert(kColumnBlock == PackedMatrix::kPanelWidth, "a block of columns is a panel");
-      packed_gemm_f32(a_values, m, *packed, block_begin, block_end, c_values, n, {bias, options.activation}, isa);
-      return;
-    }
     const float* b_part = options.transpose_b ? b_values + begin * k : b_values + begin;
     gemm_part(a_values, m, k, b_part, options.transpose_b ? k : n, options.transpose_b, options.alpha, begin, end,
               c_values, n, invariant);

@@ -24,14 +24,32 @@ void finish_block(float* c, int64_t rows, int64_t ldc, int64_t begin, int64_t en
 // floats apart, and columns past b.rows() are not written. b in WeightFormat::Packed, isa Avx2 or Avx512.
 //
 // Every element is one chain of fused multiply-adds over k from 0, acc = fma(a[i, kk], b[j, kk], acc), in
-// both builds and for any split of rows or columns: the bits OpenBLAS gives where it runs one chain per
-// element (see packed_matmul_fits).
-// Whether cpu::matmul's packed fp32 path takes a part of `rows` x `cols` over k (it gives the plain path's
-// bits there): k within OpenBLAS's first block of k, and a shape its small-matrix kernels do not take.
-bool packed_matmul_exact(int64_t rows, int64_t cols, int64_t k);
-
+// every build and for any split of rows or columns: cpu::matmul's bits at any thread count and, row by row,
+// at any row count.
 void packed_gemm_f32(const float* a, int64_t m, const PackedMatrix& b, int64_t panel_begin, int64_t panel_end,
                      float* c, int64_t ldc, const GemmEpilogue& epilogue, Isa isa);
+
+// Column panels of an fp32 weight [n, k] in PackedMatrix's layout, wherever they are: panel p ([k][kPanelWidth]
+// floats, 64-byte aligned) at base + (p - first) * k * kPanelWidth.
+struct F32Panels {
+  const float* base;
+  int64_t first;
+  int64_t n, k;
+  const float* panel(int64_t p) const { return base + (p - first) * k * PackedMatrix::kPanelWidth; }
+};
+// packed_gemm_f32 over any panels, and on any CPU: Isa::Portable runs a scalar tile with the same chain.
+void packed_gemm_f32(const float* a, int64_t m, const F32Panels& b, int64_t panel_begin, int64_t panel_end,
+                     float* c, int64_t ldc, const GemmEpilogue& epilogue, Isa isa);
+// Writes panels [panel_begin, panel_end) of b into out (64-byte aligned, (panel_end - panel_begin) * k *
+// kPanelWidth floats): b is [n, k], or [k, n] where !transpose_b; channels past n are zeros.
+void pack_f32_panels(const float* b, bool transpose_b, int64_t n, int64_t k, int64_t panel_begin, int64_t panel_end,
+                     float* out);
+
+// Whether OpenBLAS sums each element of the products cpu::matmul hands it (k within its first block, past its
+// small-matrix kernels) as the packed kernels do, one chain of fused multiply-adds over k: its Skylake-X
+// kernels do; its Haswell ones (OPENBLAS_CORETYPE=Haswell, set by default on some machines) sum in orders
+// that change with the split of rows and columns. Tried once, on three such shapes.
+bool blas_sums_in_one_chain();
 
 // ---- int8 (WeightFormat::Int8) ----
 

@@ -2,6 +2,7 @@
 // here: a tile's weight panels stay in L1, and the rows of a in L2, while the tiles of a column stripe run).
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <utility>
 
 #include "cpu/cpu_ops.h"
@@ -12,6 +13,15 @@ namespace seqtrans::cpu {
 namespace {
 
 constexpr int64_t kWidth = PackedMatrix::kPanelWidth;
+
+// Portable: one row by one panel, each element the same chain as the vector tiles'.
+void tile_scalar(const float* a, const float* panel, int64_t k, float* c, int valid_last) {
+  for (int j = 0; j < valid_last; ++j) {
+    float sum = 0.0f;
+    for (int64_t kk = 0; kk < k; ++kk) sum = std::fma(a[kk], panel[kk * kWidth + j], sum);
+    c[j] = sum;
+  }
+}
 
 #if defined(__x86_64__)
 
@@ -99,8 +109,22 @@ void finish_block(float* c, int64_t rows, int64_t ldc, int64_t begin, int64_t en
 
 void packed_gemm_f32(const float* a, int64_t m, const PackedMatrix& b, int64_t panel_begin, int64_t panel_end,
                      float* c, int64_t ldc, const GemmEpilogue& epilogue, Isa isa) {
+  packed_gemm_f32(a, m, F32Panels{b.f32_panel(0), 0, b.rows(), b.cols()}, panel_begin, panel_end, c, ldc, epilogue,
+                  isa);
+}
+
+void packed_gemm_f32(const float* a, int64_t m, const F32Panels& b, int64_t panel_begin, int64_t panel_end,
+                     float* c, int64_t ldc, const GemmEpilogue& epilogue, Isa isa) {
+  const int64_t k = b.k, n = b.n;
+  if (isa == Isa::Portable) {
+    for (int64_t p = panel_begin; p < panel_end; ++p) {
+      const int64_t begin = p * kWidth, end = std::min(n, begin + kWidth);
+      for (int64_t r = 0; r < m; ++r) tile_scalar(a + r * k, b.panel(p), k, c + r * ldc + begin, static_cast<int>(end - begin));
+      finish_block(c, m, ldc, begin, end, epilogue);
+    }
+    return;
+  }
 #if defined(__x86_64__)
-  const int64_t k = b.cols(), n = b.rows();
   const bool wide = isa == Isa::Avx512;
   const int64_t tile_rows = wide ? kAvx512Rows : kAvx2Rows;
   for (int64_t p = panel_begin; p < panel_end;) {
@@ -111,15 +135,26 @@ void packed_gemm_f32(const float* a, int64_t m, const PackedMatrix& b, int64_t p
       const int rows = static_cast<int>(std::min(tile_rows, m - r));
       const Tile tile = wide ? (panels == 2 ? kAvx512Two : kAvx512One)[rows] : kAvx2One[rows];
       float* block = c + r * ldc;
-      tile(a + r * k, k, b.f32_panel(p), k, block + begin, ldc, valid_last);
+      tile(a + r * k, k, b.panel(p), k, block + begin, ldc, valid_last);
       finish_block(block, rows, ldc, begin, end, epilogue);
     }
     p += panels;
   }
 #else
-  (void)a, (void)m, (void)b, (void)panel_begin, (void)panel_end, (void)c, (void)ldc, (void)epilogue, (void)isa;
-  SEQTRANS_CHECK(false, "packed_gemm_f32: no packed kernels on this CPU");
+  SEQTRANS_CHECK(false, "packed_gemm_f32: no {} kernels on this CPU", isa_name(isa));
 #endif
+}
+
+void pack_f32_panels(const float* b, bool transpose_b, int64_t n, int64_t k, int64_t panel_begin, int64_t panel_end,
+                     float* out) {
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    float* panel = out + (p - panel_begin) * k * kWidth;
+    for (int64_t j = 0; j < kWidth; ++j) {
+      const int64_t row = p * kWidth + j;
+      for (int64_t kk = 0; kk < k; ++kk)
+        panel[kk * kWidth + j] = row >= n ? 0.0f : transpose_b ? b[row * k + kk] : b[kk * n + row];
+    }
+  }
 }
 
 }  // namespace seqtrans::cpu

@@ -10,9 +10,9 @@
 // the int8 dot-product instructions (vpdpbusd, vpmaddubsw) read them.
 //
 // The fp32 panels of a model's weights are written on use (pack_matrix_on_use), not at load: a product
-// that finds them missing runs on the plain weight, whose bits the packed kernel gives wherever
-// cpu::matmul takes it, so a weight is packed once kPackOnUse products would have read it. A one-line
-// translate then packs the weights its decoder steps read, not the encoder's (one pass).
+// that finds them missing packs the panels it reads on the fly, the same bits, so a weight is packed once
+// kPackOnUse products have read it. A one-line translate then packs the weights its decoder steps read, not
+// the encoder's (one pass).
 #pragma once
 
 #include <atomic>

@@ -77,7 +77,7 @@ struct EngineTuning {
   // (bench --prefill-chunk 0).
   int64_t prefill_chunk_tokens = kPrefillChunkTokens;
   // CPU: weights packed at load into the panels the CPU's own products read (ops::WeightFormat::Packed;
-  // the same bits). false: OpenBLAS packs them again at every product (--no-packed-weights).
+  // the same bits). false: each product packs the panels it reads again (--no-packed-weights).
   bool packed_weights = true;
 
   bool operator==(const EngineTuning& other) const {

@@ -1,7 +1,7 @@
 // A weight matrix laid out once, at load, for one device's matrix products (MatmulOptions::prepared_b).
 // The CPU packs a Dense weight [n, k] into column panels its own kernels stream without repacking it at
-// every product (OpenBLAS packs b again at each call), in fp32 or quantized to int8; a device without a
-// prepared form reads the plain tensor.
+// every product (cpu/matmul.cc otherwise packs the panels it reads at each call), in fp32 or quantized to
+// int8; a device without a prepared form reads the plain tensor.
 #pragma once
 
 #include <cstdint>

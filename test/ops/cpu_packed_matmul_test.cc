@@ -11,6 +11,7 @@
 #include "cpu/packed_gemm.h"
 #include "cpu/packed_matrix.h"
 #include "ops/ops.h"
+#include "ops/runtime.h"
 #include "support/errors.h"
 #include "support/random_tensor.h"
 
@@ -50,7 +51,7 @@ TEST_CASE("packed fp32 products are one fused multiply-add chain per element, in
     WARN("no AVX2 on this CPU: no packed kernels");
     return;
   }
-  for (const cpu::Isa isa : {cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+  for (const cpu::Isa isa : {cpu::Isa::Portable, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
     if (static_cast<int>(isa) > static_cast<int>(cpu::cpu_isa())) continue;
     for (int64_t m : {1, 5, 6, 7, 12, 13, 25})
       for (int64_t n : {16, 40, 48, 77})
@@ -98,8 +99,8 @@ void check_prepared_products(const std::vector<int64_t>& row_counts, const std::
         for (int use = 1; use <= cpu::PackedMatrix::kPackOnUse + 1; ++use) {
           const Tensor prepared = ops::matmul(a, w, options);
           const auto* matrix = static_cast<const cpu::PackedMatrix*>(packed.get());
-          INFO("m " << m << " n " << n << " k " << k << " packed kernel " << cpu::packed_matmul_exact(m, n, k)
-                    << " use " << use << " panels written " << (matrix != nullptr && matrix->packed()));
+          INFO("m " << m << " n " << n << " k " << k << " use " << use << " panels written "
+                    << (matrix != nullptr && matrix->packed()));
           CHECK(differing_floats(prepared.to_float_vector(), plain.to_float_vector()) == 0);
         }
       }
@@ -107,9 +108,26 @@ void check_prepared_products(const std::vector<int64_t>& row_counts, const std::
 
 }  // namespace
 
+TEST_CASE("matmul sums every element in one chain on a CPU with the packed kernels, at any thread count", "[ops]") {
+  // Whatever OpenBLAS's kernels (OPENBLAS_CORETYPE): the plain weight's panels are packed on the fly. Shapes
+  // with edge tiles, few rows and columns, and k past OpenBLAS's first block.
+  if (cpu::cpu_isa() == cpu::Isa::Portable) return;  // OpenBLAS computes there
+  for (const int threads : {1, 2, 3}) {
+    ops::set_cpu_threads(threads);
+    for (int64_t m : {1, 7, 33})
+      for (int64_t n : {16, 77, 300})
+        for (int64_t k : {32, 1024}) {
+          const Tensor a = testing::random_floats({m, k}), w = testing::random_floats({n, k});
+          INFO("threads " << threads << " m " << m << " n " << n << " k " << k);
+          CHECK(differing_floats(ops::matmul(a, w).to_float_vector(), chained_product(a, w, nullptr, std::nullopt)) == 0);
+        }
+  }
+  ops::set_cpu_threads(2);
+}
+
 TEST_CASE("matmul with a packed weight gives the plain path's bits on every shape", "[ops]") {
-  // Shapes where the packed kernel computes, and where OpenBLAS still does (its small-matrix kernels: few
-  // rows and columns; k past its first block), split over threads by columns either way.
+  // Few rows and columns, and k past OpenBLAS's first block: before the panels are written (packed on the
+  // fly), on the product that writes them, and after; split over threads by columns.
   check_prepared_products({1, 2, 4, 5, 9, 64, 256}, {16, 256, 768, 8000}, {32, 256, 1024});
 }
 
@@ -133,10 +151,10 @@ TEST_CASE("a packed weight writes its panels on the kPackOnUse-th product that r
     }
     return products;
   };
-  // 64 rows over k = 256 take the packed kernel; over k = 1024 they never do (OpenBLAS sums past its first
-  // block of k), so those panels are never written.
+  // The packed kernels take every product here (a CPU with them): both weights are packed on their
+  // kPackOnUse-th product, k = 1024 too.
   CHECK(count_until_packed(testing::random_floats({768, 256})) == cpu::PackedMatrix::kPackOnUse);
-  CHECK(count_until_packed(testing::random_floats({256, 1024})) == 10);
+  CHECK(count_until_packed(testing::random_floats({256, 1024})) == cpu::PackedMatrix::kPackOnUse);
 }
 
 TEST_CASE("matmul refuses a prepared weight of another shape", "[ops]") {
