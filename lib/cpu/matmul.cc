@@ -107,6 +107,7 @@ constexpr int64_t kPanelsPackedAtOnce = 8;
 // row, at any row count (batch-invariant mode asks nothing more).
 void matmul_in_one_chain(const float* a, int64_t m, int64_t k, const float* b, const PackedMatrix* packed,
                          const ops::MatmulOptions& options, float* c, int64_t n, int64_t grain, Isa isa) {
+  static_assert(kColumnBlock == PackedMatrix::kPanelWidth, "a block of columns is a panel");
   if (packed != nullptr && !packed->use()) packed = nullptr;
   const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
   // alpha scales the sums before the epilogue: the kernel then runs without one.
@@ -143,7 +144,8 @@ bool blas_sums_in_one_chain() {
     struct Shape {
       int m, n, k;
     };
-    // Past the small-matrix kernels (blas_small_path) and within kChainedK, with edge tiles in both directions.
+    // Past the small-matrix kernels (blas_small_path), k within OpenBLAS's first block (at least 256 on every
+    // x86-64 target), with edge tiles in both directions.
     for (const Shape shape : {Shape{7, 200, 256}, Shape{33, 48, 64}, Shape{200, 40, 100}}) {
       const auto [m, n, k] = shape;
       std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(n * k)), c(static_cast<size_t>(m * n));
