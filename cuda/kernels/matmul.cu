@@ -7,8 +7,9 @@
 // 6.7 us beat this kernel's 9.7). Past one row the CUDA-core kernel's work per weight grows with the rows
 // times the inputs, so it keeps a product only while they are at most kSmallRowsMaxInputs.
 // The small-rows kernels also fold the op after a product into their epilogue (fused_matmul_gated_activation,
-// fused_matmul_bias_residual: a Llama layer's SwiGLU and its last residual sum), with the separate ops'
-// roundings, so the values are theirs.
+// fused_matmul_bias_residual: a Llama layer's SwiGLU and its last residual sum; at one row,
+// fused_project_self_attention_step: the self-attention step's query and cache writes, rotated for Llama),
+// with the separate ops' roundings, so the values are theirs.
 // Batch-invariant mode (core/batch_invariance.h) skips both small-rows kernels: every row count goes through
 // one fixed cuBLASLt algorithm per shape (gemm_row_major_fixed_order), so a row's sums never change order.
 #include <type_traits>
