@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "cpu/isa.h"
+#include "cpu/packed_gemm.h"
 #include "cpu/thread_pool.h"
 
 namespace seqtrans::cpu {
@@ -44,13 +45,10 @@ void PackedMatrix::write_f32_panels(const Tensor& weight) const {
   const float* w = weight.data<float>();
   f32_ = Tensor({panels(), k, kWidth}, DataType::F32);
   float* out = f32_.data<float>();
-  // Panels over the threads (a model's weights are tens of megabytes, first touched here); row by row inside
-  // one: each weight row read once, front to back, its writes kWidth floats apart inside the panel.
+  // Panels over the threads (a model's weights are tens of megabytes, first touched here); inside a part,
+  // pack_f32_panels goes row by row: each weight row read once, front to back.
   parallel_for(panels(), std::max<int64_t>(1, kPackGrain / (k * kWidth)), [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin * kWidth; row < end * kWidth; ++row) {
-      float* column = out + (row / kWidth) * k * kWidth + row % kWidth;
-      for (int64_t kk = 0; kk < k; ++kk) column[kk * kWidth] = row < n ? w[row * k + kk] : 0.0f;
-    }
+    pack_f32_panels(w, /*transpose_b=*/true, n, k, begin, end, out + begin * k * kWidth);
   });
   packed_.store(true, std::memory_order_release);
 }
