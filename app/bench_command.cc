@@ -34,6 +34,7 @@ bench::EngineSettings engine_settings(const BenchOptions& options) {
   tuning.fused_output = !options.no_fused_topk;
   if (options.no_hierarchical_topk) tuning.topk_algorithm = ops::TopkAlgorithm::FullScan;
   tuning.cuda_graphs = !options.no_cuda_graphs;
+  tuning.overlapped_launches = !options.no_overlapped_launches;
   tuning.packed_encoder = !options.no_packed_encoder;
   tuning.persistent_decode_rows = options.no_persistent_decode ? 0 : options.persistent_decode_rows;
   if (options.no_steps_at_once) tuning.steps_per_read = 1;
@@ -410,6 +411,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->group(measure_group);
   command->add_flag("--no-cuda-graphs", options.no_cuda_graphs,
                     "Launch every op of a decoder step instead of replaying the step as one CUDA graph")
+      ->group(measure_group);
+  command->add_flag("--no-overlapped-launches", options.no_overlapped_launches,
+                    "Launch each kernel after the one before it has finished, instead of letting it load its weights "
+                    "meanwhile")
       ->group(measure_group);
   command->add_flag("--no-persistent-decode", options.no_persistent_decode,
                     "Run small decoder steps layer by layer instead of in one persistent kernel")

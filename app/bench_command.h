@@ -42,6 +42,7 @@ struct BenchOptions {
   bool no_fused_topk = false;
   bool no_hierarchical_topk = false;
   bool no_cuda_graphs = false;
+  bool no_overlapped_launches = false;
   bool no_persistent_decode = false;
   bool no_steps_at_once = false;
   bool no_persistent_argmax = false;

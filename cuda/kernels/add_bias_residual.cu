@@ -9,6 +9,7 @@ template <typename T, int N>
 __global__ void add_bias_residual_kernel(const T* __restrict__ x, const T* __restrict__ bias,
                                          const T* __restrict__ residual, T* __restrict__ out, int64_t vectors,
                                          int64_t row_vectors) {
+  start_after_inputs();
   using V = Vector<T, N>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors; i += int64_t{gridDim.x} * blockDim.x) {
     const V value = reinterpret_cast<const V*>(x)[i];
@@ -32,12 +33,11 @@ void launch_add_bias_residual(const Tensor& x, const Tensor& bias, const Tensor&
   const bool aligned = is_aligned(x.raw(), 16) && is_aligned(bias.raw(), 16) && is_aligned(residual.raw(), 16) &&
                        is_aligned(out.raw(), 16);
   if (width % kWidth == 0 && aligned)
-    add_bias_residual_kernel<T, kWidth><<<grid_size(count / kWidth, kThreads), kThreads, 0, stream>>>(
-        x.data<T>(), bias.data<T>(), residual.data<T>(), out.data<T>(), count / kWidth, width / kWidth);
+    launch_kernel(add_bias_residual_kernel<T, kWidth>, grid_size(count / kWidth, kThreads), kThreads, 0, stream,
+                  x.data<T>(), bias.data<T>(), residual.data<T>(), out.data<T>(), count / kWidth, width / kWidth);
   else
-    add_bias_residual_kernel<T, 1><<<grid_size(count, kThreads), kThreads, 0, stream>>>(
-        x.data<T>(), bias.data<T>(), residual.data<T>(), out.data<T>(), count, width);
-  CUDA_CHECK_LAUNCH();
+    launch_kernel(add_bias_residual_kernel<T, 1>, grid_size(count, kThreads), kThreads, 0, stream, x.data<T>(),
+                  bias.data<T>(), residual.data<T>(), out.data<T>(), count, width);
 }
 
 }  // namespace

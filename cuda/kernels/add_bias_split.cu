@@ -15,6 +15,7 @@ struct SplitOutputs {
 template <typename T, int N>
 __global__ void add_bias_split_kernel(const T* __restrict__ x, const T* __restrict__ bias, SplitOutputs<T> outputs,
                                       int64_t vectors, int64_t part_vectors, int parts) {
+  start_after_inputs();
   using V = Vector<T, N>;
   const int64_t row_vectors = part_vectors * parts;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors; i += int64_t{gridDim.x} * blockDim.x) {
@@ -43,13 +44,12 @@ void launch_add_bias_split(const Tensor& x, const Tensor& bias, std::vector<Tens
   }
   const int count_parts = static_cast<int>(parts.size());
   if (part_width % kWidth == 0 && aligned) {
-    add_bias_split_kernel<T, kWidth><<<grid_size(count / kWidth, kThreads), kThreads, 0, stream>>>(
-        x.data<T>(), bias.data<T>(), outputs, count / kWidth, part_width / kWidth, count_parts);
+    launch_kernel(add_bias_split_kernel<T, kWidth>, grid_size(count / kWidth, kThreads), kThreads, 0, stream,
+                  x.data<T>(), bias.data<T>(), outputs, count / kWidth, part_width / kWidth, count_parts);
   } else {
-    add_bias_split_kernel<T, 1><<<grid_size(count, kThreads), kThreads, 0, stream>>>(
-        x.data<T>(), bias.data<T>(), outputs, count, part_width, count_parts);
+    launch_kernel(add_bias_split_kernel<T, 1>, grid_size(count, kThreads), kThreads, 0, stream, x.data<T>(),
+                  bias.data<T>(), outputs, count, part_width, count_parts);
   }
-  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace

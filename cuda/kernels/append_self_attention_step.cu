@@ -63,6 +63,7 @@ __global__ void append_self_attention_step_kernel(const T* __restrict__ qkv, con
                                                   const int32_t* __restrict__ positions, StepOutputs<T> outputs,
                                                   int64_t vectors, RowSplit split, int64_t capacity,
                                                   RotaryInputs rotary) {
+  start_after_inputs();
   using V = Vector<T, N>;
   const int64_t row_vectors = split.query_vectors + 2 * split.kv_vectors;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors; i += int64_t{gridDim.x} * blockDim.x) {
@@ -125,15 +126,14 @@ void launch_append_self_attention_step(const Tensor& qkv, const Tensor& position
                        is_aligned(outputs.key_cache, 16) && is_aligned(outputs.value_cache, 16);
   const bool whole_halves = rotary.table == nullptr || (rotary.head_dim / 2) % kWidth == 0;
   if (query_width % kWidth == 0 && kv_width % kWidth == 0 && aligned && whole_halves) {
-    append_self_attention_step_kernel<T, kWidth><<<grid_size(count / kWidth, kThreads), kThreads, 0, stream>>>(
-        qkv.data<T>(), bias, positions.data<int32_t>(), outputs, count / kWidth,
-        RowSplit{query_width / kWidth, kv_width / kWidth}, capacity, rotary);
+    launch_kernel(append_self_attention_step_kernel<T, kWidth>, grid_size(count / kWidth, kThreads), kThreads, 0,
+                  stream, qkv.data<T>(), bias, positions.data<int32_t>(), outputs, count / kWidth,
+                  RowSplit{query_width / kWidth, kv_width / kWidth}, capacity, rotary);
   } else {
-    append_self_attention_step_kernel<T, 1><<<grid_size(count, kThreads), kThreads, 0, stream>>>(
-        qkv.data<T>(), bias, positions.data<int32_t>(), outputs, count, RowSplit{query_width, kv_width}, capacity,
-        rotary);
+    launch_kernel(append_self_attention_step_kernel<T, 1>, grid_size(count, kThreads), kThreads, 0, stream,
+                  qkv.data<T>(), bias, positions.data<int32_t>(), outputs, count, RowSplit{query_width, kv_width},
+                  capacity, rotary);
   }
-  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     attention_decode_kernel(const T* __restrict__ query, const T* __restrict__ keys, const T* __restrict__ values,
                             const int32_t* __restrict__ key_lengths, const int32_t* __restrict__ key_rows,
                             T* __restrict__ out, AttentionArguments args, int lanes_per_key) {
+  start_after_inputs();
   using V = Vector<T, N>;
   const int vectors = args.head_dim / N;
   const int partitions = blockDim.x / vectors;
@@ -179,6 +180,7 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
                                  const T* __restrict__ values, const int32_t* __restrict__ key_lengths,
                                  const int32_t* __restrict__ key_rows, T* __restrict__ out, AttentionArguments args,
                                  int heads, int units, int warps_per_unit) {
+  start_after_inputs();
   constexpr int N = kVectorWidth<T>;
   using V = Vector<T, N>;
   constexpr int kKeysPerPass = 32 / kGroup;
@@ -394,6 +396,7 @@ __global__ void __launch_bounds__(kTiledThreads, 4)
     attention_tiled_kernel(const T* __restrict__ query, const T* __restrict__ keys, const T* __restrict__ values,
                            const int32_t* __restrict__ key_lengths, const int32_t* __restrict__ key_rows,
                            T* __restrict__ out, AttentionArguments args) {
+  start_after_inputs();
   extern __shared__ float shared[];
   const int head_dim = args.head_dim, key_stride = head_dim + 1;  // odd stride: lanes hit distinct banks
   float* query_tile = shared;                                 // [16, head_dim]
@@ -526,10 +529,9 @@ void launch_decode(const AttentionOperands& x, const AttentionArguments& args, c
   allow_shared_memory(attention_decode_kernel<T, N, kPerKey>, shared_bytes, "a key length this long");
   const dim3 grid(static_cast<unsigned>(args.query_len), static_cast<unsigned>(x.query.dim(2) / args.head_dim),
                   static_cast<unsigned>(x.query.dim(0)));
-  attention_decode_kernel<T, N, kPerKey><<<grid, kDecodeThreads, shared_bytes, stream>>>(
-      x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(), key_rows_data(x),
-      x.out.data<T>(), args, lanes_per_key);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(attention_decode_kernel<T, N, kPerKey>, grid, kDecodeThreads, shared_bytes, stream, x.query.data<T>(),
+                x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(), key_rows_data(x), x.out.data<T>(),
+                args, lanes_per_key);
 }
 
 template <typename T, int N>
@@ -552,10 +554,9 @@ void launch_warp_decode_with(const AttentionOperands& x, const AttentionArgument
     warps_per_unit *= 2;
   const int units_per_block = kWarpDecodeWarps / warps_per_unit;
   const unsigned blocks = static_cast<unsigned>((int64_t{units} + units_per_block - 1) / units_per_block);
-  attention_warp_decode_kernel<T, kGroup, kSlices, kPerKey><<<blocks, kWarpDecodeThreads, 0, stream>>>(
-      x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(), key_rows_data(x),
-      x.out.data<T>(), args, heads, units, warps_per_unit);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(attention_warp_decode_kernel<T, kGroup, kSlices, kPerKey>, blocks, kWarpDecodeThreads, 0, stream,
+                x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(),
+                key_rows_data(x), x.out.data<T>(), args, heads, units, warps_per_unit);
 }
 
 // The warp decode kernel for this head size, if it has one (16-byte loads were checked by the caller).
@@ -588,10 +589,9 @@ void launch_tiled_with(const AttentionOperands& x, const AttentionArguments& arg
   allow_shared_memory(attention_tiled_kernel<T, kChannels, N>, shared_bytes, "this head size");
   const dim3 grid(static_cast<unsigned>((args.query_len + kTileQueries - 1) / kTileQueries),
                   static_cast<unsigned>(x.query.dim(2) / args.head_dim), static_cast<unsigned>(x.query.dim(0)));
-  attention_tiled_kernel<T, kChannels, N><<<grid, kTiledThreads, shared_bytes, stream>>>(
-      x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(), key_rows_data(x),
-      x.out.data<T>(), args);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(attention_tiled_kernel<T, kChannels, N>, grid, kTiledThreads, shared_bytes, stream, x.query.data<T>(),
+                x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(), key_rows_data(x), x.out.data<T>(),
+                args);
 }
 
 template <typename T, int kChannels>

@@ -149,6 +149,7 @@ __global__ void __launch_bounds__(kThreads)
                                   const __half* __restrict__ values, const int32_t* __restrict__ key_lengths,
                                   const int32_t* __restrict__ key_rows, const int32_t* __restrict__ query_tiles,
                                   int query_rows, __half* __restrict__ out, AttentionArguments args) {
+  start_after_inputs();
   // Two stages: the next tile's keys and values are copied while the warps compute on this one.
   __shared__ __align__(16) __half key_tile[2][kTileKeys][kRowHalves];
   __shared__ __align__(16) __half value_tile[2][kTileKeys][kRowHalves];
@@ -326,6 +327,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
                                 const __half* __restrict__ values, const int32_t* __restrict__ key_lengths,
                                 const int32_t* __restrict__ key_rows, __half* __restrict__ out,
                                 AttentionArguments args, int kv_heads) {
+  start_after_inputs();
   extern __shared__ __align__(16) unsigned char shared_memory[];
   constexpr int kStages = kDecodeStages;
   DecodeShared& shared = *reinterpret_cast<DecodeShared*>(shared_memory);
@@ -483,9 +485,8 @@ bool launch_attention_tensor_cores(const TensorCoreAttention& x, const Attention
                                          : attention_tensor_cores_kernel<true, false>)
                             : (x.per_key ? attention_tensor_cores_kernel<false, true>
                                          : attention_tensor_cores_kernel<false, false>);
-  kernel<<<grid, kThreads, 0, stream>>>(x.query, x.keys, x.values, x.key_lengths, x.key_rows, x.query_tiles,
-                                        x.batch, x.out, args);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(kernel, grid, kThreads, 0, stream, x.query, x.keys, x.values, x.key_lengths, x.key_rows, x.query_tiles,
+                x.batch, x.out, args);
   return true;
 }
 
@@ -506,9 +507,8 @@ bool launch_attention_gqa_decode(const TensorCoreAttention& x, const AttentionAr
   if (!batch_invariant() && 8 * blocks < context().properties.multiProcessorCount) return false;
   const auto kernel = x.per_key ? attention_gqa_decode_kernel<true> : attention_gqa_decode_kernel<false>;
   allow_shared_memory(kernel, sizeof(DecodeShared), "the grouped-query decode kernel");
-  kernel<<<static_cast<unsigned>(blocks), kDecodeThreads, sizeof(DecodeShared), stream>>>(
-      x.query, x.keys, x.values, x.key_lengths, x.key_rows, x.out, args, kv_heads);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(kernel, static_cast<unsigned>(blocks), kDecodeThreads, sizeof(DecodeShared), stream, x.query, x.keys,
+                x.values, x.key_lengths, x.key_rows, x.out, args, kv_heads);
   return true;
 }
 

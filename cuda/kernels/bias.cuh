@@ -12,6 +12,7 @@ struct Identity {
 template <typename T, int N, typename Function>
 __global__ void bias_activation_kernel(T* __restrict__ x, const T* __restrict__ bias, int64_t vectors,
                                        int64_t row_vectors, Function function) {
+  start_after_inputs();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors; i += int64_t{gridDim.x} * blockDim.x) {
     Vector<T, N> values = reinterpret_cast<Vector<T, N>*>(x)[i];
     const Vector<T, N> shift = reinterpret_cast<const Vector<T, N>*>(bias)[i % row_vectors];
@@ -32,13 +33,12 @@ void launch_bias_activation(Tensor& x, const Tensor& bias, Function function, cu
   T* values = x.data<T>();
   const T* shift = bias.data<T>();
   if (width % kWidth == 0 && is_aligned(values, 16) && is_aligned(shift, 16)) {
-    bias_activation_kernel<T, kWidth><<<grid_size(count / kWidth, kThreads), kThreads, 0, stream>>>(
-        values, shift, count / kWidth, width / kWidth, function);
+    launch_kernel(bias_activation_kernel<T, kWidth, Function>, grid_size(count / kWidth, kThreads), kThreads, 0, stream,
+                  values, shift, count / kWidth, width / kWidth, function);
   } else {
-    bias_activation_kernel<T, 1><<<grid_size(count, kThreads), kThreads, 0, stream>>>(values, shift, count, width,
-                                                                                       function);
+    launch_kernel(bias_activation_kernel<T, 1, Function>, grid_size(count, kThreads), kThreads, 0, stream, values,
+                  shift, count, width, function);
   }
-  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace seqtrans::cuda

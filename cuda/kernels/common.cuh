@@ -9,6 +9,7 @@
 #include <initializer_list>
 
 #include "core/tensor.h"
+#include "cuda/kernels/launch.cuh"
 #include "cuda/runtime/check.h"
 #include "cuda/runtime/context.h"
 

@@ -7,6 +7,7 @@ namespace {
 
 template <typename In, typename Out, int N>
 __global__ void convert_kernel(const In* __restrict__ in, Out* __restrict__ out, int64_t vectors) {
+  start_after_inputs();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors; i += int64_t{gridDim.x} * blockDim.x) {
     const Vector<In, N> source = reinterpret_cast<const Vector<In, N>*>(in)[i];
     Vector<Out, N> result;
@@ -26,12 +27,11 @@ void launch_convert(const Tensor& x, Tensor& out, cudaStream_t stream) {
   const bool vectorized = count % kWidth == 0 && is_aligned(in, sizeof(In) * kWidth) &&
                           is_aligned(result, sizeof(Out) * kWidth);
   if (vectorized) {
-    convert_kernel<In, Out, kWidth><<<grid_size(count / kWidth, kThreads), kThreads, 0, stream>>>(in, result,
-                                                                                                   count / kWidth);
+    launch_kernel(convert_kernel<In, Out, kWidth>, grid_size(count / kWidth, kThreads), kThreads, 0, stream, in, result,
+                  count / kWidth);
   } else {
-    convert_kernel<In, Out, 1><<<grid_size(count, kThreads), kThreads, 0, stream>>>(in, result, count);
+    launch_kernel(convert_kernel<In, Out, 1>, grid_size(count, kThreads), kThreads, 0, stream, in, result, count);
   }
-  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace

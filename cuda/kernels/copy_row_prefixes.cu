@@ -18,6 +18,7 @@ struct RowPrefixes {
 
 template <typename Unit>
 __global__ void copy_row_prefixes_kernel(const Unit* __restrict__ src, Unit* __restrict__ dst, RowPrefixes rows) {
+  start_after_inputs();
   const int64_t row = blockIdx.x;
   const int64_t from = rows.index != nullptr ? rows.index[row] : row;
   const int64_t length = rows.lengths[row];
@@ -40,9 +41,8 @@ void launch(const Tensor& src, const Tensor* index, const Tensor& lengths, Tenso
   rows.position_units = static_cast<int64_t>(position_bytes / sizeof(Unit));
   rows.src_row_units = rows.position_units * src.dim(1);
   rows.dst_row_units = rows.position_units * dst.dim(1);
-  copy_row_prefixes_kernel<Unit><<<static_cast<unsigned>(lengths.dim(0)), kThreads, 0, stream>>>(
-      static_cast<const Unit*>(src.raw()), static_cast<Unit*>(dst.raw()), rows);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(copy_row_prefixes_kernel<Unit>, static_cast<unsigned>(lengths.dim(0)), kThreads, 0, stream,
+                static_cast<const Unit*>(src.raw()), static_cast<Unit*>(dst.raw()), rows);
 }
 
 }  // namespace

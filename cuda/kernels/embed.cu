@@ -30,6 +30,7 @@ struct EmbedArguments {
 
 template <typename T, bool kLearned>
 __global__ void embed_kernel(EmbedArguments<T> args) {
+  start_after_inputs();
   const int32_t* __restrict__ ids = args.ids;
   const int32_t* __restrict__ positions = args.positions;
   const T* __restrict__ table = args.table;
@@ -71,18 +72,18 @@ void launch_embed(const Tensor& ids, const Tensor& positions, const Tensor& tabl
   if (learned) {
     args.position_table = options.position_table->data<T>();
     args.max_positions = options.position_table->dim(0);
-    embed_kernel<T, true><<<blocks, kThreads, 0, stream>>>(args);
+    launch_kernel(embed_kernel<T, true>, blocks, kThreads, 0, stream, args);
   } else {
     if (options.sinusoid_table != nullptr) {
       args.sinusoids = options.sinusoid_table->data<float>();
       args.max_positions = options.sinusoid_table->dim(0);
     }
-    embed_kernel<T, false><<<blocks, kThreads, 0, stream>>>(args);
+    launch_kernel(embed_kernel<T, false>, blocks, kThreads, 0, stream, args);
   }
-  CUDA_CHECK_LAUNCH();
 }
 
 __global__ void sinusoid_table_kernel(float* __restrict__ out, int64_t positions, int64_t width) {
+  start_after_inputs();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < positions * width;
        i += int64_t{gridDim.x} * blockDim.x)
     out[i] = sinusoidal_position(i / width, i % width, width);
@@ -95,9 +96,8 @@ void sinusoid_table(Tensor& out, cudaStream_t stream) {
   const int64_t positions = out.dim(0), width = out.dim(1);
   if (positions * width == 0) return;
   constexpr int kThreads = 256;
-  sinusoid_table_kernel<<<grid_size(positions * width, kThreads), kThreads, 0, stream>>>(out.data<float>(), positions,
-                                                                                          width);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(sinusoid_table_kernel, grid_size(positions * width, kThreads), kThreads, 0, stream, out.data<float>(),
+                positions, width);
 }
 
 void embed(const Tensor& ids, const Tensor& positions, const Tensor& table, const ops::EmbeddingOptions& options,

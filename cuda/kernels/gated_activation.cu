@@ -10,6 +10,7 @@ namespace {
 template <typename T, int N>
 __global__ void gated_activation_kernel(const T* __restrict__ gate_up, T* __restrict__ out, int64_t vectors,
                                         int64_t row_vectors) {
+  start_after_inputs();
   using V = Vector<T, N>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < vectors; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = i / row_vectors, c = i % row_vectors;
@@ -33,13 +34,12 @@ void launch_gated_activation(const Tensor& gate_up, Tensor& out, cudaStream_t st
   const int64_t count = out.elements(), width = out.dim(1);
   if (count == 0) return;
   if (width % kWidth == 0 && is_aligned(gate_up.raw(), 16) && is_aligned(out.raw(), 16)) {
-    gated_activation_kernel<T, kWidth><<<grid_size(count / kWidth, kThreads), kThreads, 0, stream>>>(
-        gate_up.data<T>(), out.data<T>(), count / kWidth, width / kWidth);
+    launch_kernel(gated_activation_kernel<T, kWidth>, grid_size(count / kWidth, kThreads), kThreads, 0, stream,
+                  gate_up.data<T>(), out.data<T>(), count / kWidth, width / kWidth);
   } else {
-    gated_activation_kernel<T, 1><<<grid_size(count, kThreads), kThreads, 0, stream>>>(gate_up.data<T>(),
-                                                                                     out.data<T>(), count, width);
+    launch_kernel(gated_activation_kernel<T, 1>, grid_size(count, kThreads), kThreads, 0, stream, gate_up.data<T>(),
+                  out.data<T>(), count, width);
   }
-  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ namespace {
 template <typename Unit>
 __global__ void gather_rows_kernel(const Unit* __restrict__ x, const int32_t* __restrict__ indices,
                                    Unit* __restrict__ out, int64_t units, int64_t row_units, int64_t rows) {
+  start_after_inputs();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < units; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = i / row_units, column = i % row_units;
     const int32_t source = indices[row];
@@ -21,15 +22,15 @@ void launch_gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, siz
   constexpr int kThreads = 256;
   const int64_t row_units = static_cast<int64_t>(row_bytes / sizeof(Unit));
   const int64_t units = row_units * indices.dim(0);
-  gather_rows_kernel<Unit><<<grid_size(units, kThreads), kThreads, 0, stream>>>(
-      static_cast<const Unit*>(x.raw()), indices.data<int32_t>(), static_cast<Unit*>(out.raw()), units, row_units,
-      x.dim(0));
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(gather_rows_kernel<Unit>, grid_size(units, kThreads), kThreads, 0, stream,
+                static_cast<const Unit*>(x.raw()), indices.data<int32_t>(), static_cast<Unit*>(out.raw()), units,
+                row_units, x.dim(0));
 }
 
 __global__ void copy_with_fed_ids_kernel(const int32_t* __restrict__ source, int64_t n, int64_t fed,
                                          const int32_t* __restrict__ chosen, int64_t rows, int64_t stride,
                                          int32_t* __restrict__ destination) {
+  start_after_inputs();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const int32_t value = source[i];
     const int64_t row = -static_cast<int64_t>(value) - 1;
@@ -46,10 +47,9 @@ void copy_with_fed_ids(const Tensor& source, int64_t fed, const Tensor* chosen, 
   constexpr int kThreads = 256;
   const int64_t n = source.dim(0);
   const int64_t rows = chosen ? chosen->dim(0) : 0, stride = chosen && chosen->rank() == 2 ? chosen->dim(1) : 1;
-  copy_with_fed_ids_kernel<<<grid_size(n, kThreads), kThreads, 0, stream>>>(
-      source.data<int32_t>(), n, chosen ? fed : 0, chosen ? chosen->data<int32_t>() : nullptr, rows, stride,
-      destination.data<int32_t>());
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(copy_with_fed_ids_kernel, grid_size(n, kThreads), kThreads, 0, stream, source.data<int32_t>(), n,
+                chosen ? fed : 0, chosen ? chosen->data<int32_t>() : nullptr, rows, stride,
+                destination.data<int32_t>());
 }
 
 void gather_rows(const Tensor& x, const Tensor& indices, Tensor& out, cudaStream_t stream) {

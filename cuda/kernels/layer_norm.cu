@@ -13,6 +13,7 @@ namespace {
 
 template <typename T, int N, RowInput kInput>
 __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
+  start_after_inputs();
   const int width = args.width;
   extern __shared__ float row[];  // [width]
   __shared__ float scratch[32];
@@ -52,6 +53,7 @@ __global__ void layer_norm_kernel(LayerNormArguments<T> args) {
 // kVectors: 16-byte vectors per lane (the row has at most 32 * kVectors of them).
 template <typename T, int kVectors, RowInput kInput>
 __global__ void layer_norm_warp_kernel(LayerNormArguments<T> args) {
+  start_after_inputs();
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= args.rows) return;  // the whole warp leaves together
   const int64_t row_offset = static_cast<int64_t>(row) * args.width;
@@ -65,8 +67,7 @@ template <typename T, int kVectors, RowInput kInput>
 void launch_layer_norm_warp(const LayerNormArguments<T>& args, cudaStream_t stream) {
   constexpr int kThreads = 128;
   const unsigned blocks = static_cast<unsigned>((args.rows + kThreads / 32 - 1) / (kThreads / 32));
-  layer_norm_warp_kernel<T, kVectors, kInput><<<blocks, kThreads, 0, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(layer_norm_warp_kernel<T, kVectors, kInput>, blocks, kThreads, 0, stream, args);
 }
 
 // The kernels' arguments; bias, residual and sum may be null (RowInput says which a kernel reads).
@@ -119,10 +120,9 @@ void launch_layer_norm(const LayerNormArguments<T>& args, cudaStream_t stream) {
   const int threads = std::clamp((width / vector_width + 31) / 32 * 32, 32, max_threads);
   const unsigned blocks = static_cast<unsigned>(rows);
   if (in_vectors)
-    layer_norm_kernel<T, kWidth, kInput><<<blocks, threads, shared_bytes, stream>>>(args);
+    launch_kernel(layer_norm_kernel<T, kWidth, kInput>, blocks, threads, shared_bytes, stream, args);
   else
-    layer_norm_kernel<T, 1, kInput><<<blocks, threads, shared_bytes, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+    launch_kernel(layer_norm_kernel<T, 1, kInput>, blocks, threads, shared_bytes, stream, args);
 }
 
 // The kernel of kInput on these operands (as layer_norm_arguments takes them), in x's dtype.

@@ -417,6 +417,7 @@ __device__ void write_best(const TopkArguments<T, B>& args, int64_t row_index, c
 
 template <typename T, typename B, int N, bool kGroups>
 __global__ void __launch_bounds__(kThreads) log_softmax_topk_kernel(TopkArguments<T, B> args) {
+  start_after_inputs();
   __shared__ TopkShared shared;
   extern __shared__ uint32_t group_max[];  // [groups], Hierarchical only
   const int64_t row_index = blockIdx.x;
@@ -438,6 +439,7 @@ template <typename T, typename B, int N>
 __global__ void __launch_bounds__(kThreads)
     log_softmax_topk_scan_kernel(TopkArguments<T, B> args, uint32_t* __restrict__ scratch, int chunk_vectors,
                                  int row_words) {
+  start_after_inputs();
   __shared__ float reduction[32];
   const int64_t row_index = blockIdx.y;
   const RowView<T, B> row = row_of<N>(args, row_index);
@@ -459,6 +461,7 @@ template <typename T, typename B, int N>
 __global__ void __launch_bounds__(kThreads)
     log_softmax_topk_select_kernel(TopkArguments<T, B> args, const uint32_t* __restrict__ scratch, int chunks,
                                    int row_words) {
+  start_after_inputs();
   __shared__ TopkShared shared;
   extern __shared__ uint32_t group_max[];  // [groups]
   const int64_t row_index = blockIdx.x;
@@ -512,6 +515,7 @@ __device__ __forceinline__ unsigned long long argmax_pass(const RowView<T, B>& r
 // k = 1: normalizer and argmax in one pass over the row.
 template <typename T, typename B, int N>
 __global__ void __launch_bounds__(kThreads) log_softmax_argmax_kernel(TopkArguments<T, B> args) {
+  start_after_inputs();
   __shared__ float scratch[32];
   __shared__ unsigned long long warp_best[32];
   const int64_t row_index = blockIdx.x;
@@ -547,6 +551,7 @@ struct ArgmaxPartial {
 template <typename T, typename B, int N>
 __global__ void __launch_bounds__(kThreads)
     log_softmax_argmax_chunk_kernel(TopkArguments<T, B> args, ArgmaxPartial* __restrict__ partials) {
+  start_after_inputs();
   __shared__ float scratch[32];
   __shared__ unsigned long long warp_best[32];
   const int64_t row_index = blockIdx.y;
@@ -574,6 +579,7 @@ __global__ void __launch_bounds__(kThreads)
 // Every chunk holds at least one element (argmax_chunks), so every partial has a real key.
 __global__ void log_softmax_argmax_merge_kernel(const ArgmaxPartial* __restrict__ partials, int chunks, bool normalize,
                                                 float* __restrict__ values, int32_t* __restrict__ indices) {
+  start_after_inputs();
   const int64_t row_index = blockIdx.x;
   const int lane = threadIdx.x;
   ArgmaxPartial part{-INFINITY, 0.0f, 0};
@@ -635,12 +641,11 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorit
     constexpr int64_t kWords = sizeof(ArgmaxPartial) / sizeof(int32_t);
     Tensor partials({rows, chunks * kWords}, DataType::I32, Device::CUDA);
     auto* partial = static_cast<ArgmaxPartial*>(partials.raw());
-    log_softmax_argmax_chunk_kernel<T, B, N><<<dim3(chunks, blocks), kThreads, 0, stream>>>(args, partial);
-    CUDA_CHECK_LAUNCH();
-    log_softmax_argmax_merge_kernel<<<blocks, 32, 0, stream>>>(partial, chunks, args.normalize, args.values,
-                                                                args.indices);
+    launch_kernel(log_softmax_argmax_chunk_kernel<T, B, N>, dim3(chunks, blocks), kThreads, 0, stream, args, partial);
+    launch_kernel(log_softmax_argmax_merge_kernel, blocks, 32, 0, stream, partial, chunks, args.normalize, args.values,
+                  args.indices);
   } else if (args.k == 1) {
-    log_softmax_argmax_kernel<T, B, N><<<blocks, kThreads, 0, stream>>>(args);
+    launch_kernel(log_softmax_argmax_kernel<T, B, N>, blocks, kThreads, 0, stream, args);
   } else {
     // Shared memory holds the most shifted row's groups; the threshold needs k from the least shifted.
     const int groups = group_count<N>(args.vocab, max_shift<N>(args.vocab));
@@ -660,21 +665,19 @@ void launch_topk(const TopkArguments<T, B>& args, int64_t rows, ops::TopkAlgorit
       const int row_words = groups + 2 * chunks;
       Tensor scratch({rows, row_words}, DataType::I32, Device::CUDA);
       auto* words = static_cast<uint32_t*>(scratch.raw());
-      log_softmax_topk_scan_kernel<T, B, N><<<dim3(chunks, blocks), kThreads, 0, stream>>>(args, words, aligned_vectors,
-                                                                                            row_words);
-      CUDA_CHECK_LAUNCH();
+      launch_kernel(log_softmax_topk_scan_kernel<T, B, N>, dim3(chunks, blocks), kThreads, 0, stream, args, words,
+                    aligned_vectors, row_words);
       const auto select_kernel = log_softmax_topk_select_kernel<T, B, N>;
       allow_group_memory(reinterpret_cast<const void*>(select_kernel), group_bytes);
-      select_kernel<<<blocks, kThreads, group_bytes, stream>>>(args, words, chunks, row_words);
+      launch_kernel(select_kernel, blocks, kThreads, group_bytes, stream, args, words, chunks, row_words);
     } else if (group_filter) {
       const auto filter_kernel = log_softmax_topk_kernel<T, B, N, true>;
       allow_group_memory(reinterpret_cast<const void*>(filter_kernel), group_bytes);
-      filter_kernel<<<blocks, kThreads, group_bytes, stream>>>(args);
+      launch_kernel(filter_kernel, blocks, kThreads, group_bytes, stream, args);
     } else {
-      log_softmax_topk_kernel<T, B, N, false><<<blocks, kThreads, 0, stream>>>(args);
+      launch_kernel(log_softmax_topk_kernel<T, B, N, false>, blocks, kThreads, 0, stream, args);
     }
   }
-  CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, typename B>

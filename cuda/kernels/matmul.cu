@@ -266,9 +266,9 @@ __device__ void stage_layer_normed(const SmallGemmArguments<Out>& args, uint4* s
 // c[r, col] = alpha * a[r, :] . b[col, :] (+ bias[col], ReLU) for r < M. a is staged in shared memory
 // (kNormed: through the RMS norm prologue, its own instantiation, since the prologue's code in the plain
 // kernel slowed it: NLLB batch 1 0.68-0.70 -> 0.78 ms a step, H200); each lane reads 16-byte slices of the
-// weight row and keeps M fp32 sums. The first slices' loads are issued before the staging, so they are in
-// flight while it runs. A lane sums its slices in ascending order, however many are in flight: the bits do
-// not depend on vectors_in_flight.
+// weight row and keeps M fp32 sums. The first slices' loads are issued before the staging (and before the
+// kernel waits for its inputs), so they are in flight while it runs. A lane sums its slices in ascending
+// order, however many are in flight: the bits do not depend on vectors_in_flight.
 template <typename Out, int M, bool kGated, bool kNormed = false, int kLayerNormVectors = 0,
           Epilogue kEpilogue = Epilogue::Store>
 __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(SmallRowsParameters<Out, kEpilogue> args) {
@@ -300,6 +300,10 @@ __global__ void __launch_bounds__(kSmallMaxThreads) small_rows_gemm_kernel(Small
     }
   };
   load_slices(lane);
+  // The weights are loaded while the kernel before this one may still run (no kernel writes them:
+  // cuda/kernels/launch.cuh); a, the residual and the caches are read and written only after the wait.
+  wait_for_inputs();
+  release_dependents();
   if constexpr (kLayerNormVectors > 0) {
     static_assert(M == 1, "the layer-norm prologue stages one row");
     stage_layer_normed<Out, kLayerNormVectors>(args, staged);
@@ -390,11 +394,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32) small_rows_mma_kernel(SmallGem
   const uint4* x = reinterpret_cast<const uint4*>(args.a) + static_cast<int64_t>(min(group, m - 1)) * row_vectors + quad;
   const uint4* y = reinterpret_cast<const uint4*>(args.a) + static_cast<int64_t>(min(group + 8, m - 1)) * row_vectors + quad;
   float sums[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  uint4 w[kMmaSlicesInFlight];
+  const auto load_group = [&](int first) {
+#pragma unroll
+    for (int s = 0; s < kMmaSlicesInFlight; ++s)
+      w[s] = load_weights(weights + (first + s) * kMmaSliceVectors, args.stream_b);
+  };
+  // The first group's weights are loaded before the wait (no kernel writes them: cuda/kernels/launch.cuh).
+  if (kMmaSlicesInFlight <= slices) load_group(0);
+  wait_for_inputs();
+  release_dependents();
   int slice = 0;
   for (; slice + kMmaSlicesInFlight <= slices; slice += kMmaSlicesInFlight) {
-    uint4 w[kMmaSlicesInFlight];
-#pragma unroll
-    for (int s = 0; s < kMmaSlicesInFlight; ++s) w[s] = load_weights(weights + (slice + s) * kMmaSliceVectors, args.stream_b);
+    if (slice != 0) load_group(slice);
 #pragma unroll
     for (int s = 0; s < kMmaSlicesInFlight; ++s)
       multiply_slice(sums, w[s], __ldg(x + (slice + s) * kMmaSliceVectors), __ldg(y + (slice + s) * kMmaSliceVectors));
@@ -417,8 +429,7 @@ template <typename Out>
 void launch_small_rows_mma(const SmallGemmArguments<Out>& args, int m, cudaStream_t stream) {
   const int items = (args.n + kMmaColumns - 1) / kMmaColumns;
   const unsigned blocks = static_cast<unsigned>((items + kMmaWarps - 1) / kMmaWarps);
-  small_rows_mma_kernel<Out><<<blocks, kMmaWarps * 32, 0, stream>>>(args, m);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(small_rows_mma_kernel<Out>, blocks, kMmaWarps * 32, 0, stream, args, m);
 }
 
 // Runs a small-rows kernel over `items` warp items (columns, or rotary pairs) of m staged rows. Narrow
@@ -429,8 +440,7 @@ void launch_warp_items(void (*kernel)(Parameters), const Parameters& args, int m
   const int threads = args.n <= 4096 ? 128 : kSmallMaxThreads, warps = threads / 32;
   const unsigned blocks = static_cast<unsigned>((items + warps - 1) / warps);
   const size_t shared = static_cast<size_t>(m) * args.k * sizeof(__half);
-  kernel<<<blocks, threads, shared, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(kernel, blocks, threads, shared, stream, args);
 }
 
 template <typename Out, int M>

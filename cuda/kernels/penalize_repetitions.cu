@@ -29,6 +29,7 @@ __device__ bool first_occurrence(const int32_t* ids, int j) {
 }
 
 __global__ void __launch_bounds__(kThreads) penalize_repetitions_kernel(RepetitionArguments args) {
+  start_after_inputs();
   __shared__ float scratch[32];
   const int64_t row_index = blockIdx.x;
   float* row = args.logits + row_index * args.vocab;
@@ -93,8 +94,7 @@ void penalize_repetitions(Tensor& logits, const Tensor& history, const Tensor& l
   args.penalty = options.penalty;
   args.ngram = options.no_repeat_ngram;
   args.normalize = options.normalize;
-  penalize_repetitions_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(penalize_repetitions_kernel, static_cast<unsigned>(rows), kThreads, 0, stream, args);
 }
 
 }  // namespace seqtrans::cuda

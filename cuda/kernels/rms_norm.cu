@@ -22,6 +22,7 @@ struct RmsNormArguments {
 // kPerThread: vectors of the row a thread holds (the row has at most blockDim.x * kPerThread of them).
 template <typename T, int N, int kPerThread>
 __global__ void rms_norm_kernel(RmsNormArguments<T> args) {
+  start_after_inputs();
   using V = Vector<T, N>;
   __shared__ float scratch[32];
   const int64_t row_offset = static_cast<int64_t>(blockIdx.x) * args.width;
@@ -69,14 +70,13 @@ void launch_rms_norm_with(const RmsNormArguments<T>& args, int64_t rows, cudaStr
                  8 * kMaxThreads);
   const unsigned blocks = static_cast<unsigned>(rows);
   if (vectors <= kMaxThreads)
-    rms_norm_kernel<T, N, 1><<<blocks, threads_for(1), 0, stream>>>(args);
+    launch_kernel(rms_norm_kernel<T, N, 1>, blocks, threads_for(1), 0, stream, args);
   else if (vectors <= 2 * kMaxThreads)
-    rms_norm_kernel<T, N, 2><<<blocks, threads_for(2), 0, stream>>>(args);
+    launch_kernel(rms_norm_kernel<T, N, 2>, blocks, threads_for(2), 0, stream, args);
   else if (vectors <= 4 * kMaxThreads)
-    rms_norm_kernel<T, N, 4><<<blocks, threads_for(4), 0, stream>>>(args);
+    launch_kernel(rms_norm_kernel<T, N, 4>, blocks, threads_for(4), 0, stream, args);
   else
-    rms_norm_kernel<T, N, 8><<<blocks, threads_for(8), 0, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+    launch_kernel(rms_norm_kernel<T, N, 8>, blocks, threads_for(8), 0, stream, args);
 }
 
 template <typename T>

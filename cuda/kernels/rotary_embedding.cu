@@ -19,6 +19,7 @@ struct RotaryArguments {
 template <typename T, int N>
 __global__ void rotary_embedding_kernel(T* __restrict__ qkv, const int32_t* __restrict__ positions,
                                         const float* __restrict__ table, RotaryArguments args) {
+  start_after_inputs();
   using V = Vector<T, N>;
   const int half = args.head_dim / 2;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < args.units;
@@ -61,12 +62,11 @@ void launch_rotary_embedding(Tensor& qkv, const Tensor& positions, const Tensor&
   args.table_positions = static_cast<int>(table.dim(0));
   if (args.units == 0) return;
   if (n == kWidth)
-    rotary_embedding_kernel<T, kWidth><<<grid_size(args.units, kThreads), kThreads, 0, stream>>>(
-        qkv.data<T>(), positions.data<int32_t>(), table.data<float>(), args);
+    launch_kernel(rotary_embedding_kernel<T, kWidth>, grid_size(args.units, kThreads), kThreads, 0, stream,
+                  qkv.data<T>(), positions.data<int32_t>(), table.data<float>(), args);
   else
-    rotary_embedding_kernel<T, 1><<<grid_size(args.units, kThreads), kThreads, 0, stream>>>(
-        qkv.data<T>(), positions.data<int32_t>(), table.data<float>(), args);
-  CUDA_CHECK_LAUNCH();
+    launch_kernel(rotary_embedding_kernel<T, 1>, grid_size(args.units, kThreads), kThreads, 0, stream, qkv.data<T>(),
+                  positions.data<int32_t>(), table.data<float>(), args);
 }
 
 }  // namespace

@@ -317,6 +317,7 @@ struct SampleArguments {
 };
 
 __global__ void __launch_bounds__(kThreads) sample_tokens_kernel(SampleArguments args) {
+  start_after_inputs();
   __shared__ SampleShared shared;
   const int64_t row_index = blockIdx.x;
   const int vocab = args.vocab;
@@ -411,8 +412,7 @@ void sample_tokens(const Tensor& logits, const Tensor& rows, const ops::SampleOp
   args.ids = ids.data<int32_t>();
   args.log_probs = log_probs.data<float>();
   args.vocab = static_cast<int>(vocab);
-  sample_tokens_kernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(sample_tokens_kernel, static_cast<unsigned>(count), kThreads, 0, stream, args);
 }
 
 }  // namespace seqtrans::cuda

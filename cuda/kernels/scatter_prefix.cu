@@ -10,6 +10,7 @@ template <typename Unit>
 __global__ void scatter_prefix_kernel(const Unit* __restrict__ src, const int32_t* __restrict__ rows,
                                       Unit* __restrict__ dst, int64_t units, int64_t src_row_units,
                                       int64_t dst_row_units, int64_t dst_rows) {
+  start_after_inputs();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < units; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = i / src_row_units, column = i % src_row_units;
     const int32_t target = rows[row];
@@ -23,10 +24,9 @@ void launch_scatter_prefix(const Tensor& src, const Tensor& rows, Tensor& dst, s
   constexpr int kThreads = 256;
   const int64_t src_row_units = static_cast<int64_t>(src_row_bytes / sizeof(Unit));
   const int64_t units = src_row_units * src.dim(0);
-  scatter_prefix_kernel<Unit><<<grid_size(units, kThreads), kThreads, 0, stream>>>(
-      static_cast<const Unit*>(src.raw()), rows.data<int32_t>(), static_cast<Unit*>(dst.raw()), units, src_row_units,
-      static_cast<int64_t>(dst_row_bytes / sizeof(Unit)), dst.dim(0));
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(scatter_prefix_kernel<Unit>, grid_size(units, kThreads), kThreads, 0, stream,
+                static_cast<const Unit*>(src.raw()), rows.data<int32_t>(), static_cast<Unit*>(dst.raw()), units,
+                src_row_units, static_cast<int64_t>(dst_row_bytes / sizeof(Unit)), dst.dim(0));
 }
 
 }  // namespace

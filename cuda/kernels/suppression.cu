@@ -10,6 +10,7 @@ namespace {
 
 __global__ void suppression_bitmap_kernel(const int32_t* __restrict__ ids, int64_t count, int vocab,
                                           uint32_t* __restrict__ bitmap) {
+  start_after_inputs();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
     const int32_t id = ids[i];
     if (id >= 0 && id < vocab) atomicOr(&bitmap[id >> 5], 1u << (id & 31));
@@ -34,9 +35,8 @@ void write_suppression_bitmap(const Tensor& ids, Tensor& bitmap, cudaStream_t st
   const int64_t vocab = bitmap.elements() * 32;
   CUDA_CHECK(cudaMemsetAsync(bitmap.raw(), 0, bitmap.bytes(), stream));
   if (ids.elements() == 0) return;
-  suppression_bitmap_kernel<<<grid_size(ids.elements(), 256), 256, 0, stream>>>(
-      ids.data<int32_t>(), ids.elements(), static_cast<int>(std::min<int64_t>(vocab, INT32_MAX)), bitmap.data<uint32_t>());
-  CUDA_CHECK_LAUNCH();
+  launch_kernel(suppression_bitmap_kernel, grid_size(ids.elements(), 256), 256, 0, stream, ids.data<int32_t>(),
+                ids.elements(), static_cast<int>(std::min<int64_t>(vocab, INT32_MAX)), bitmap.data<uint32_t>());
 }
 
 Tensor launch_bitmap(const char* op, const Tensor* ids, const Tensor* prebuilt, int64_t vocab, cudaStream_t stream) {

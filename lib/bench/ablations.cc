@@ -24,7 +24,9 @@ std::string describe(const EngineSettings& settings) {
   return std::string(settings.batching == Batching::Iteration ? "iteration-level batching, " : "") +
          (settings.shrink_batch ? "shrinking" : "naive") + " batch, " +
          (tuning.fused_output ? "fused" : "host") + " top-k (" + topk_name(tuning.topk_algorithm) + ")" +
-         (tuning.cuda_graphs ? "" : ", no CUDA graphs") + (tuning.packed_encoder ? "" : ", padded encoder") +
+         (tuning.cuda_graphs ? "" : ", no CUDA graphs") +
+         (tuning.overlapped_launches ? "" : ", no overlapped launches") +
+         (tuning.packed_encoder ? "" : ", padded encoder") +
          (tuning.persistent_decode_rows != 0 ? "" : ", no persistent decode") +
          (tuning.steps_per_read != 1 ? "" : ", greedy steps read one at a time") +
          (tuning.persistent_argmax ? "" : ", greedy output layer outside the persistent kernel") +
@@ -90,6 +92,11 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   graphs.without_idea.tuning.cuda_graphs = false;
   graphs.with_idea.tuning.fused_output = graphs.without_idea.tuning.fused_output = true;
   list.push_back(graphs);
+
+  Ablation overlapped{"no-overlapped-launches", "overlapped launches", base, base};
+  overlapped.with_idea.tuning.overlapped_launches = true;
+  overlapped.without_idea.tuning.overlapped_launches = false;
+  list.push_back(overlapped);
 
   Ablation persistent{"no-persistent-decode", "persistent decode", base, base};
   if (persistent.with_idea.tuning.persistent_decode_rows == 0)

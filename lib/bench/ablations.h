@@ -16,8 +16,9 @@ struct EngineSettings {
   // grid runs one batch of equal sentences, where both modes do the same work.
   Batching batching = Batching::Iteration;
   bool shrink_batch = true;  // finished sentences leave the batch (off: --naive-batching, batch-level only)
-  // The engine's switches (--no-fused-topk, --no-hierarchical-topk, --no-cuda-graphs, --no-packed-encoder,
-  // --no-persistent-decode and --persistent-decode-rows, --no-steps-at-once, --no-persistent-argmax, --no-packed-weights).
+  // The engine's switches (--no-fused-topk, --no-hierarchical-topk, --no-cuda-graphs, --no-overlapped-launches,
+  // --no-packed-encoder, --no-persistent-decode and --persistent-decode-rows, --no-steps-at-once,
+  // --no-persistent-argmax, --no-packed-weights).
   EngineTuning tuning;
 
   bool operator==(const EngineSettings& other) const {

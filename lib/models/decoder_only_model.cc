@@ -119,7 +119,7 @@ void DecoderOnlyModel::reserve(DecoderState& base_state, const DecoderReservatio
 }
 
 void DecoderOnlyModel::admit(DecoderState& base_state, const std::vector<std::vector<int32_t>>& prompts) {
-  const BatchInvariantScope arithmetic = arithmetic_mode();
+  const EngineModeScope mode = engine_mode();
   auto& state = static_cast<DecoderOnlyState&>(base_state);
   if (prompts.empty()) return;
   for (const auto& prompt : prompts) {
@@ -160,7 +160,7 @@ bool nobody_waits_on_the_chunk(const DecoderOnlyState& state) {
 }  // namespace
 
 void DecoderOnlyModel::continue_admission(DecoderState& base_state) {
-  const BatchInvariantScope arithmetic = arithmetic_mode();
+  const EngineModeScope mode = engine_mode();
   auto& state = static_cast<DecoderOnlyState&>(base_state);
   if (state.prefilling.empty()) return;
   const ProfileScope profile("prefill");

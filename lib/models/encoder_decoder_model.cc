@@ -261,7 +261,7 @@ void EncoderDecoderModel::reserve(DecoderState& base_state, const DecoderReserva
 }
 
 void EncoderDecoderModel::admit(DecoderState& base_state, const std::vector<std::vector<int32_t>>& sources) {
-  const BatchInvariantScope arithmetic = arithmetic_mode();
+  const EngineModeScope mode = engine_mode();
   auto& state = static_cast<EncoderDecoderState&>(base_state);
   if (sources.empty()) return;
   const ProfileScope profile("encoder");

@@ -29,6 +29,11 @@ inline constexpr size_t kPersistentOutputMaxBytes = size_t{128} << 20;
 inline constexpr int64_t kPersistentPreNormMinRows = 3;
 // EngineTuning::persistent_decode_rows: the crossover of the model's dtype.
 inline constexpr int64_t kPersistentDecodeAuto = -1;
+// Decoder steps of more rows launch their kernels one after the other even where EngineTuning::overlapped_launches
+// is on. H200, fp16, ms a step with it on and off: NLLB-600M batch 1 0.598-0.608 against 0.632-0.635,
+// TinyLlama batch 1 0.925-0.947 against 0.979-0.981; batch 4 and 16 even; TinyLlama batch 64 1.585-1.610
+// against 1.559-1.564 (from 9 rows the step's products run on cuBLAS, which does not overlap).
+inline constexpr int64_t kOverlappedLaunchMaxRows = 8;
 // Greedy steps run at once where EngineTuning::steps_per_read asks for it: the host's round trip (50-60 us a
 // batch-1 step on an H100) is paid once for them, and a sentence that ends inside wastes at most this many
 // less one. H100: 1.03-1.04x at batch 1 and 16 (synthetic), 1.10x translating newstest one sentence at a time.
@@ -52,6 +57,10 @@ struct EngineTuning {
   // Replay each decoder step as one CUDA graph (CUDA with fused_output only; off while profiling, whose
   // per-stage synchronization a graph cannot hold). false: launch every op (--no-cuda-graphs).
   bool cuda_graphs = true;
+  // CUDA: each of the engine's own kernels may start while the kernel before it finishes, loading its weights
+  // meanwhile (programmatic dependent launch, cuda/kernels/launch.cuh; sm_90 on), in admission and in decoder
+  // steps of at most kOverlappedLaunchMaxRows rows. false: ordinary launches (--no-overlapped-launches).
+  bool overlapped_launches = true;
   // Encode joining sentences packed, with no padding tokens: GEMMs over their concatenated tokens,
   // attention per sentence over a span of the packed tokens. false: padded to the longest (--no-packed-encoder).
   bool packed_encoder = true;
@@ -82,7 +91,8 @@ struct EngineTuning {
 
   bool operator==(const EngineTuning& other) const {
     return topk_algorithm == other.topk_algorithm && fused_output == other.fused_output &&
-           cuda_graphs == other.cuda_graphs && packed_encoder == other.packed_encoder &&
+           cuda_graphs == other.cuda_graphs &&
+           overlapped_launches == other.overlapped_launches && packed_encoder == other.packed_encoder &&
            persistent_decode_rows == other.persistent_decode_rows && steps_per_read == other.steps_per_read &&
            persistent_argmax == other.persistent_argmax && batch_invariant == other.batch_invariant &&
            prefill_chunk_tokens == other.prefill_chunk_tokens && packed_weights == other.packed_weights;

@@ -8,7 +8,7 @@
 namespace seqtrans {
 
 Tensor PooledModel::step(DecoderState& state, const std::vector<int32_t>& input_ids) {
-  const BatchInvariantScope arithmetic = arithmetic_mode();
+  const EngineModeScope mode = engine_mode();
   const int64_t rows = runner(state).prepare_step(*this, state, input_ids, /*graph=*/false);
   const Tensor x = hidden_rows(state, rows);
   row_pool(state).advance();
@@ -20,7 +20,7 @@ Tensor PooledModel::step(DecoderState& state, const std::vector<int32_t>& input_
 
 void PooledModel::step_candidates(DecoderState& state, const std::vector<int32_t>& input_ids,
                                   const CandidateRequest& request, StepCandidates& candidates) {
-  const BatchInvariantScope arithmetic = arithmetic_mode();
+  const EngineModeScope mode = engine_mode();
   if (!options_.tuning.fused_output) {
     StepModel::step_candidates(state, input_ids, request, candidates);
     return;
@@ -34,7 +34,7 @@ void PooledModel::step_candidates(DecoderState& state, const std::vector<int32_t
 
 void PooledModel::step_samples(DecoderState& state, const std::vector<int32_t>& input_ids,
                                const SampleRequest& request, StepSamples& samples) {
-  const BatchInvariantScope arithmetic = arithmetic_mode();
+  const EngineModeScope mode = engine_mode();
   if (!options_.tuning.fused_output) {
     StepModel::step_samples(state, input_ids, request, samples);
     return;
@@ -54,7 +54,7 @@ int PooledModel::steps_per_read() const {
 void PooledModel::step_candidates_run(DecoderState& state, const std::vector<int32_t>& input_ids,
                                       const std::vector<CandidateRequest>& requests,
                                       std::vector<StepCandidates>& candidates) {
-  const BatchInvariantScope arithmetic = arithmetic_mode();
+  const EngineModeScope mode = engine_mode();
   if (!options_.tuning.fused_output || requests.size() <= 1) {
     StepModel::step_candidates_run(state, input_ids, requests, candidates);
     return;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/batch_invariance.h"
+#include "core/overlapped_launches.h"
 #include "models/engine_model.h"
 #include "models/output_head.h"
 #include "models/step_runner.h"
@@ -33,9 +34,16 @@ class PooledModel : public EngineModel, protected StepSource {
   // logits multiply them by the output weight).
   virtual Tensor hidden_rows(DecoderState& state, int64_t rows) const = 0;
   virtual const OutputHead& output_head() const = 0;
-  // The thread's arithmetic mode while the model computes (admission and steps): batch-invariant where the
-  // tuning asks for it. Graphs record the kernels chosen under it.
-  BatchInvariantScope arithmetic_mode() const { return BatchInvariantScope(options_.tuning.batch_invariant); }
+  // The thread's modes while the model computes (admission and steps): batch-invariant arithmetic and
+  // overlapped launches where the tuning asks for them. Graphs record the kernels and launches chosen under them.
+  struct EngineModeScope {
+    BatchInvariantScope arithmetic;
+    OverlappedLaunchScope launches;
+  };
+  EngineModeScope engine_mode() const {
+    return {BatchInvariantScope(options_.tuning.batch_invariant),
+            OverlappedLaunchScope(options_.tuning.overlapped_launches)};
+  }
   // Whether a state's steps may run as graphs.
   bool graphs_allowed() const { return options_.tuning.cuda_graphs && options_.tuning.fused_output; }
 

@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/overlapped_launches.h"
 #include "core/profiler.h"
+#include "models/engine_tuning.h"
 
 namespace seqtrans {
 
@@ -72,6 +74,7 @@ void StepRunner::upload_sampling_rows(const std::vector<ops::SamplingRow>& draws
 
 void StepRunner::run(const StepSource& source, DecoderState& state, int64_t rows, int k, bool graph,
                      const RepetitionRequest& repetitions, StepOutputs& outputs) {
+  const OverlappedLaunchScope launches(overlapped_launches() && rows <= kOverlappedLaunchMaxRows);
   if (graph) {
     run_graph(source, state, rows, k, outputs);
     return;
