@@ -138,7 +138,8 @@ int run_synthetic_bench(BenchOptions& options, bench::RunDescription& run) {
                            options.profile};
   synthetic.target = synthetic_target(common);
   synthetic.engine = run.engine;
-  synthetic.ablations = options.ablations;
+  synthetic.ablations = options.ablations || !options.only_ablations.empty();
+  synthetic.only_ablations = options.only_ablations;
   synthetic.hardware = run.hardware;
   run.mode = "synthetic";
   run.repetitions = synthetic.repetitions;
@@ -179,7 +180,7 @@ int run_prefill_stall_bench(BenchOptions& options) {
 // What both arrival simulations refuse: the throughput runs' repetitions, profile and ablations, which they
 // would otherwise ignore.
 void refuse_throughput_flags(const BenchOptions& options) {
-  for (const char* flag : {"--runs", "--warmup", "--profile", "--ablations", "--naive-batching"})
+  for (const char* flag : {"--runs", "--warmup", "--profile", "--ablations", "--ablation", "--naive-batching"})
     SEQTRANS_CHECK(options.command->count(flag) == 0,
                    "--arrival-rate runs each rate once in each batching mode; {} belongs to the throughput runs", flag);
 }
@@ -280,7 +281,8 @@ int run_real_bench(BenchOptions& options, bench::RunDescription& run) {
   real.line_text = line_text_for(common.translator.model_path);
   real.repetitions = {options.runs > 0 ? options.runs : 3, options.warmup >= 0 ? options.warmup : 1, options.profile};
   real.engine = run.engine;
-  real.ablations = options.ablations;
+  real.ablations = options.ablations || !options.only_ablations.empty();
+  real.only_ablations = options.only_ablations;
   real.hardware = run.hardware;
   run.mode = "real";
   run.repetitions = real.repetitions;
@@ -400,6 +402,13 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& options) {
       ->group(measure_group);
   command->add_flag("--ablations", options.ablations,
                     "Also run the workload with each idea turned off and print each idea's speedup")
+      ->group(measure_group);
+  command
+      ->add_option("--ablation", options.only_ablations,
+                   "Only this ablation, by its flag without dashes (repeatable; implies --ablations): the run and "
+                   "the run without the idea alternate in one process")
+      ->delimiter(',')
+      ->check(CLI::IsMember(bench::ablation_names()))
       ->group(measure_group);
   command->add_flag("--naive-batching", options.naive_batching,
                     "Finished sentences stay in the batch until all finish (results unchanged)")

@@ -38,6 +38,7 @@ struct BenchOptions {
   int warmup = -1;  // -1: the mode's default (synthetic 2, real 1)
   bool profile = false;
   bool ablations = false;
+  std::vector<std::string> only_ablations;  // --ablation NAME (repeatable): just these, and implies --ablations
   bool naive_batching = false;
   bool no_fused_topk = false;
   bool no_hierarchical_topk = false;

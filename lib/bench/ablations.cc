@@ -1,5 +1,9 @@
 #include "bench/ablations.h"
 
+#include <algorithm>
+
+#include "core/error.h"
+
 namespace seqtrans::bench {
 namespace {
 
@@ -117,6 +121,31 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
   at_once.with_idea.tuning.fused_output = at_once.without_idea.tuning.fused_output = true;
   list.push_back(at_once);
   return list;
+}
+
+std::vector<Ablation> select_ablations(const std::vector<Ablation>& list, const std::vector<std::string>& names) {
+  const auto in_list = [&](const std::string& name) {
+    return std::any_of(list.begin(), list.end(), [&](const Ablation& ablation) { return ablation.name == name; });
+  };
+  for (const std::string& name : names) {
+    if (in_list(name)) continue;
+    std::string present;
+    for (const Ablation& ablation : list) present += (present.empty() ? "" : ", ") + ablation.name;
+    throw Error(fmt::format("no ablation '{}' in this run (it has: {})", name, present));
+  }
+  if (names.empty()) return list;
+  std::vector<Ablation> selected;
+  for (const Ablation& ablation : list)
+    if (std::find(names.begin(), names.end(), ablation.name) != names.end()) selected.push_back(ablation);
+  return selected;
+}
+
+std::vector<std::string> ablation_names() {
+  std::vector<std::string> names;
+  for (const Device device : {Device::CUDA, Device::CPU})
+    for (const Ablation& ablation : ablations(EngineSettings{}, device, Workload::RealFile, 32000))
+      if (std::find(names.begin(), names.end(), ablation.name) == names.end()) names.push_back(ablation.name);
+  return names;
 }
 
 }  // namespace seqtrans::bench

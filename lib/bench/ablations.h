@@ -47,4 +47,11 @@ enum class Workload { RealFile, SyntheticBatch };
 // so an idea that `base` has already turned off is measured by turning it back on.
 std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workload workload, int64_t target_vocab);
 
+// The ablations of `list` that `names` asks for (Ablation::name, as `bench --ablation` takes it), in the list's
+// order; all of them when `names` is empty. A name the list lacks is an error naming those it has.
+std::vector<Ablation> select_ablations(const std::vector<Ablation>& list, const std::vector<std::string>& names);
+
+// Every name an ablation may have on some device and workload: what `bench --ablation` accepts.
+std::vector<std::string> ablation_names();
+
 }  // namespace seqtrans::bench

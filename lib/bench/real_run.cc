@@ -168,6 +168,12 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   result.first_line_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.config = base.model_file().config();
   report.search = base.options().search;
+  // Chosen before the timed runs, so that an ablation this run lacks stops it at once.
+  const std::vector<Ablation> chosen_ablations =
+      options.ablations ? select_ablations(ablations(options.engine, options.translator.device, Workload::RealFile,
+                                                     report.config.target_vocab_size),
+                                           options.only_ablations)
+                        : std::vector<Ablation>();
   FileMeasurements measurements(translators, std::move(windows), options.repetitions);
 
   std::vector<RealRun> runs;
@@ -202,15 +208,12 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
                          result.time.median, result.time.runs, result.target_tokens_per_second));
 
   if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
-  if (options.ablations) {
-    for (const Ablation& ablation :
-         ablations(options.engine, options.translator.device, Workload::RealFile, report.config.target_vocab_size)) {
-      const AblationResult measured = measurements.ablate(ablation);
-      if (progress)
-        progress(fmt::format("{}: {:.2f}x ({:.3f} s with, {:.3f} s without)", ablation.idea, measured.speedup(),
-                             measured.with_idea.median, measured.without_idea.median));
-      result.ablations.push_back(measured);
-    }
+  for (const Ablation& ablation : chosen_ablations) {
+    const AblationResult measured = measurements.ablate(ablation);
+    if (progress)
+      progress(fmt::format("{}: {:.2f}x ({:.3f} s with, {:.3f} s without)", ablation.idea, measured.speedup(),
+                           measured.with_idea.median, measured.without_idea.median));
+    result.ablations.push_back(measured);
   }
   return report;
 }

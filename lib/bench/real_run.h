@@ -25,6 +25,7 @@ struct RealOptions {
   Repetitions repetitions = {3, 1, false};
   EngineSettings engine;
   bool ablations = false;
+  std::vector<std::string> only_ablations;  // with ablations: just these (Ablation::name); empty: every one
   Hardware hardware;
 };
 

@@ -280,6 +280,12 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
   report.config = synthetic_config(options.model, max_positions);
   const ModelShape shape = model_shape(report.config);
   const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.target.dtype));
+  // Chosen before any point runs, so that an ablation this run lacks stops it at once.
+  const std::vector<Ablation> chosen_ablations =
+      options.ablations ? select_ablations(ablations(options.engine, options.target.device, Workload::SyntheticBatch,
+                                                     report.config.target_vocab_size),
+                                           options.only_ablations)
+                        : std::vector<Ablation>();
 
   const ModelFile file =
       prepare_synthetic_model(report.config, options.target, options.seed);
@@ -305,11 +311,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
                                         : synthetic_cost(shape, workload, element_bytes),
                                     options.hardware);
           if (options.repetitions.profile) result.profile = measurements.profile(options.engine);
-          if (options.ablations) {
-            for (const Ablation& ablation : ablations(options.engine, options.target.device, Workload::SyntheticBatch,
-                                                      report.config.target_vocab_size))
-              result.ablations.push_back(measurements.ablate(ablation));
-          }
+          for (const Ablation& ablation : chosen_ablations) result.ablations.push_back(measurements.ablate(ablation));
           if (progress)
             progress(fmt::format("batch {} beam {} source {} target {}: {:.2f} ms, {:.0f} generated tokens/s", batch,
                                  beam, source_length, target_length, 1e3 * result.time.median,

@@ -76,6 +76,7 @@ struct SyntheticOptions {
   SyntheticTarget target;
   EngineSettings engine;
   bool ablations = false;  // also measure every idea off (bench/ablations.h)
+  std::vector<std::string> only_ablations;  // with ablations: just these (Ablation::name); empty: every one
   Hardware hardware;       // unknown: no floor
   uint64_t seed = 1;       // weights and source ids
 };
