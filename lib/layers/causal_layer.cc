@@ -16,7 +16,11 @@ CausalLayer::CausalLayer(const WeightLoader& weights, const std::string& scope, 
   const int64_t d = config.d_model, queries = int64_t{num_heads_} * head_dim_, kv = int64_t{num_kv_heads_} * head_dim_;
   const int64_t ffn = config.decoder.ffn_dim;
   const auto dense = [&](const std::string& name, int64_t out, int64_t in, bool bias) {
-    return Projection{weights.get(name + "/weight", {out, in}), bias ? weights.get(name + "/bias", {out}) : Tensor()};
+    Projection projection;
+    projection.weight = weights.get(name + "/weight", {out, in});
+    if (bias) projection.bias = weights.get(name + "/bias", {out});
+    projection.prepared = weights.prepare_dense(projection.weight);
+    return projection;
   };
   attention_norm_ = weights.get(scope + "/self_attention/norm/gamma", {d});
   qkv_ = dense(scope + "/self_attention/qkv", queries + 2 * kv, d, config.attention_bias);
@@ -36,6 +40,7 @@ CausalLayer::CausalLayer(const WeightLoader& weights, const std::string& scope, 
 Tensor CausalLayer::Projection::apply(const Tensor& x) const {
   ops::MatmulOptions options;
   if (bias.defined()) options.bias = &bias;
+  options.prepared_b = prepared_b();
   return ops::matmul(x, weight, options);
 }
 
@@ -43,15 +48,18 @@ Tensor CausalLayer::project_queries(const ops::ResidualNorm& x, const ops::SelfA
                                     const ops::SelfAttentionStepOptions& append) const {
   // A bias goes into the product (the rotation takes none after it); one row without one is a single kernel.
   if (qkv_.bias.defined()) {
-    const Tensor qkv = x.normalized.defined() ? qkv_.apply(x.normalized)
-                                              : ops::rms_norm_matmul(x.sum, attention_norm(), qkv_.weight, &qkv_.bias);
+    const Tensor qkv = x.normalized.defined()
+                           ? qkv_.apply(x.normalized)
+                           : ops::rms_norm_matmul(x.sum, attention_norm(), qkv_.weight, &qkv_.bias, qkv_.prepared_b());
     return ops::append_self_attention_step(qkv, caches.positions, caches.key_cache, caches.value_cache,
                                            caches.history, append);
   }
+  ops::MatmulOptions product;
+  product.prepared_b = qkv_.prepared_b();
   if (x.normalized.defined())
-    return ops::project_self_attention_step(x.normalized, {}, qkv_.weight, {}, caches, append);
+    return ops::project_self_attention_step(x.normalized, {}, qkv_.weight, product, caches, append);
   const ops::RmsNormWeights norm = attention_norm();
-  return ops::project_self_attention_step(x.sum, {nullptr, &norm}, qkv_.weight, {}, caches, append);
+  return ops::project_self_attention_step(x.sum, {nullptr, &norm}, qkv_.weight, product, caches, append);
 }
 
 ops::ResidualNorm CausalLayer::forward(const ops::ResidualNorm& x, Tensor& key_blocks, Tensor& value_blocks,
@@ -77,12 +85,16 @@ ops::ResidualNorm CausalLayer::forward(const ops::ResidualNorm& x, Tensor& key_b
   const ops::ResidualGated attended =
       ops::add_residual_rms_norm_matmul_gated(output_.apply(context.reshape({tokens, queries})), x.sum,
                                               {ffn_norm_, epsilon_}, inner_.weight,
-                                              inner_.bias.defined() ? &inner_.bias : nullptr);
+                                              inner_.bias.defined() ? &inner_.bias : nullptr, inner_.prepared_b());
   // Without a bias the last sum is x W^T + residual rounded once, as add_residual_rms_norm rounds it. One row
   // keeps the sum in the product's epilogue: the next layer's norm then goes into its QKV product's prologue.
-  if (next != nullptr && !outer_bias_ && tokens > 1)
-    return ops::add_residual_rms_norm(ops::matmul(attended.gated, outer_.weight), attended.sum, *next);
-  return {ops::matmul_bias_residual(attended.gated, outer_.weight, outer_.bias, attended.sum), Tensor()};
+  if (next != nullptr && !outer_bias_ && tokens > 1) {
+    ops::MatmulOptions product;
+    product.prepared_b = outer_.prepared_b();
+    return ops::add_residual_rms_norm(ops::matmul(attended.gated, outer_.weight, product), attended.sum, *next);
+  }
+  return {ops::matmul_bias_residual(attended.gated, outer_.weight, outer_.bias, attended.sum, outer_.prepared_b()),
+          Tensor()};
 }
 
 }  // namespace seqtrans

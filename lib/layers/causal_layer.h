@@ -3,6 +3,7 @@
 // blocks: prompt tokens and decoding steps both write them there and read them back through a history table.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "layers/weights.h"
@@ -49,11 +50,14 @@ class CausalLayer {
 
  private:
   // A projection x W^T (+ b): the weight [out, in] and its bias [out] where the model has biases
-  // (config.attention_bias, config.ffn_bias), added in the product's epilogue.
+  // (config.attention_bias, config.ffn_bias), added in the product's epilogue; the weight as the products read
+  // it where the loader prepares Dense weights (the CPU's packed panels or int8, WeightLoader::prepare_dense).
   struct Projection {
     Tensor weight;
     Tensor bias;
+    std::shared_ptr<const ops::PreparedWeight> prepared;
     Tensor apply(const Tensor& x) const;
+    const ops::PreparedWeight* prepared_b() const { return prepared.get(); }
   };
 
   // The attention norm of x, its QKV projection, and the tokens' query rows, keys and values where `append`

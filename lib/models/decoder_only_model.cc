@@ -86,14 +86,15 @@ DecoderOnlyModel::DecoderOnlyModel(const ModelFile& file, const ModelOptions& op
                  file.path());
   SEQTRANS_CHECK(options.device == Device::CUDA || options.dtype == DataType::F32,
                  "the CPU backend computes in fp32 only");
-  const WeightLoader weights(file, options.device, options.dtype);
+  const WeightFormats formats = weight_formats(options);
+  const WeightLoader weights(file, options.device, options.dtype, formats.dense);
   const int64_t d = config_.d_model, vocab = config_.target_vocab_size;
   embedding_ = weights.get(config_.shared_embeddings ? "shared/embedding" : "decoder/embedding", {vocab, d});
   final_norm_ = weights.get("decoder/final_norm/gamma", {d});
   rotary_ = ops::rotary_table(config_.max_positions, head_width(config_, config_.decoder), *config_.rope_theta,
                               options.device);
   const Tensor output_weight = config_.tied_output ? embedding_ : weights.get("decoder/output/weight", {vocab, d});
-  output_head_ = OutputHead(output_weight, Tensor(), options.tuning.topk_algorithm);
+  output_head_ = OutputHead(output_weight, Tensor(), options.tuning.topk_algorithm, formats.output);
   // A tied embedding reads the head's weight, which may be a view of its padded copy: one copy in memory.
   if (config_.tied_output) embedding_ = output_head_.weight();
   for (int i = 0; i < config_.decoder.num_layers; ++i)

@@ -131,7 +131,7 @@ Tensor project_self_attention_step(const Tensor& x, const InputNorm& norm, const
   }
 #endif
   const Tensor qkv = norm.layer != nullptr ? layer_norm_matmul(x, *norm.layer, weight, product)
-                     : norm.rms != nullptr ? rms_norm_matmul(x, *norm.rms, weight)
+                     : norm.rms != nullptr ? rms_norm_matmul(x, *norm.rms, weight, nullptr, product.prepared_b)
                                            : matmul(x, weight, product);
   return append_self_attention_step(qkv, caches.positions, caches.key_cache, caches.value_cache, caches.history,
                                     options);

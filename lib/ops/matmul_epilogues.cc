@@ -7,7 +7,8 @@
 
 namespace seqtrans::ops {
 
-Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias) {
+Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias,
+                               const PreparedWeight* prepared_b) {
   SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2 && weight.dim(0) % 2 == 0,
                  "matmul_gated_activation: x {} and weight {} are not [m, k] and [2 f, k]", shape_string(x.shape()),
                  shape_string(weight.shape()));
@@ -20,6 +21,7 @@ Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tens
 #endif
   MatmulOptions options;
   options.bias = bias;
+  options.prepared_b = prepared_b;
   return gated_activation(matmul(x, weight, options));
 }
 
@@ -49,7 +51,8 @@ Tensor layer_norm_matmul(const Tensor& x, const LayerNormWeights& norm, const Te
   return matmul(layer_norm(x, norm), weight, options);
 }
 
-Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor& weight, const Tensor* bias) {
+Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor& weight, const Tensor* bias,
+                       const PreparedWeight* prepared_b) {
   SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2, "rms_norm_matmul: x {} and weight {} are not [m, k] and [n, k]",
                  shape_string(x.shape()), shape_string(weight.shape()));
 #ifdef SEQTRANS_WITH_CUDA
@@ -61,11 +64,13 @@ Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor
 #endif
   MatmulOptions options;
   options.bias = bias;
+  options.prepared_b = prepared_b;
   return matmul(rms_norm(x, norm), weight, options);
 }
 
 ResidualGated add_residual_rms_norm_matmul_gated(const Tensor& x, const Tensor& residual, const RmsNormWeights& norm,
-                                                 const Tensor& weight, const Tensor* bias) {
+                                                 const Tensor& weight, const Tensor* bias,
+                                                 const PreparedWeight* prepared_b) {
   SEQTRANS_CHECK(x.rank() == 2 && weight.rank() == 2 && weight.dim(0) % 2 == 0 && residual.shape() == x.shape(),
                  "add_residual_rms_norm_matmul_gated: x {}, residual {} and weight {} are not [m, k], [m, k] and "
                  "[2 f, k]", shape_string(x.shape()), shape_string(residual.shape()), shape_string(weight.shape()));
@@ -80,7 +85,7 @@ ResidualGated add_residual_rms_norm_matmul_gated(const Tensor& x, const Tensor& 
   }
 #endif
   ResidualNorm normed = add_residual_rms_norm(x, residual, norm);
-  return {std::move(normed.sum), matmul_gated_activation(normed.normalized, weight, bias)};
+  return {std::move(normed.sum), matmul_gated_activation(normed.normalized, weight, bias, prepared_b)};
 }
 
 Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,

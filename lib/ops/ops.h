@@ -29,8 +29,10 @@ void bias_activation(Tensor& x, const Tensor& bias, Activation activation);
 Tensor gated_activation(const Tensor& gate_up);
 
 // gated_activation(matmul(x, weight, {bias})) (weight [2 f, k], as matmul's transposed b): the same values,
-// in one pass where the backend can (CUDA, a few fp16 rows, outside batch-invariant mode).
-Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+// in one pass where the backend can (CUDA, a few fp16 rows, outside batch-invariant mode). `prepared_b`, here
+// and in the fused ops below: the weight's prepared layout for the unfused product, if any.
+Tensor matmul_gated_activation(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr,
+                               const PreparedWeight* prepared_b = nullptr);
 
 // layer_norm(x) W^T with options' bias and activation, as layer_norm then matmul compute it; one kernel on one
 // fp16 CUDA row (the norm in the product's prologue: a pre-norm sublayer's input at batch 1).
@@ -39,16 +41,18 @@ Tensor layer_norm_matmul(const Tensor& x, const LayerNormWeights& norm, const Te
 // matmul(rms_norm(x, norm), weight, {bias}) (weight [n, k] as matmul's transposed b): the same values, the
 // norm in the product's prologue where the backend can (CUDA, one fp16 row, outside batch-invariant mode:
 // a Llama layer's attention norm and QKV projection at batch 1).
-Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor& weight, const Tensor* bias = nullptr);
+Tensor rms_norm_matmul(const Tensor& x, const RmsNormWeights& norm, const Tensor& weight, const Tensor* bias = nullptr,
+                       const PreparedWeight* prepared_b = nullptr);
 
 // add_residual_rms_norm(x, residual, norm), then matmul_gated_activation(normalized, weight, bias): the
 // residual stream and the feed-forward's SwiGLU, the same values, in one pass where the backend can (as
 // rms_norm_matmul).
 ResidualGated add_residual_rms_norm_matmul_gated(const Tensor& x, const Tensor& residual, const RmsNormWeights& norm,
-                                                 const Tensor& weight, const Tensor* bias = nullptr);
+                                                 const Tensor& weight, const Tensor* bias = nullptr,
+                                                 const PreparedWeight* prepared_b = nullptr);
 
 // add_bias_residual(matmul(x, weight), bias, residual): the same values, in one pass where the backend can
-// (as matmul_gated_activation). `prepared_b`: the weight's prepared layout for the unfused product, if any.
+// (as matmul_gated_activation).
 Tensor matmul_bias_residual(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
                             const PreparedWeight* prepared_b = nullptr);
 
