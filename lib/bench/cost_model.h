@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dtype.h"
 #include "format/model_config.h"
 
 namespace seqtrans::bench {
@@ -22,6 +23,19 @@ struct ModelShape {
 };
 ModelShape model_shape(const ModelConfig& config);
 
+// Bytes per element the floor counts: activations, caches, embeddings, norms and the output layer in the
+// compute dtype; the layers' product matrices in int8 where the CPU's int8 mode quantized them.
+struct ElementBytes {
+  // One size for everything (fp16 on a GPU, fp32 on the CPU): a plain size converts.
+  ElementBytes(int64_t all)  // NOLINT(google-explicit-constructor)
+      : values(static_cast<double>(all)), dense_weights(static_cast<double>(all)) {}
+  ElementBytes(double values, double dense_weights) : values(values), dense_weights(dense_weights) {}
+  double values;
+  double dense_weights;
+};
+// The sizes of a run in `dtype`, with int8 Dense weights where `int8_weights` (ModelOptions::int8_weights).
+ElementBytes element_bytes_of(DataType dtype, bool int8_weights);
+
 // Work of one phase (the encoder pass of a batch, or one decoder step).
 struct Cost {
   double flops = 0;  // multiply-adds count 2
@@ -36,7 +50,7 @@ struct Cost {
 
 // The encoder pass over `sentences` sources of `source_length` tokens each (padding included), plus the
 // decoder's cross-attention key/value projections of its output, which our engine computes once there.
-Cost encoder_cost(const ModelShape& model, int64_t sentences, int64_t source_length, int64_t element_bytes);
+Cost encoder_cost(const ModelShape& model, int64_t sentences, int64_t source_length, const ElementBytes& bytes);
 
 // One decoder step: `slots` hypotheses (beams) of `sentences` sentences; each attends over `keys` target
 // positions (this step's token included) and `source_length` source positions.
@@ -46,12 +60,12 @@ struct DecoderStepShape {
   int64_t keys = 1;
   int64_t source_length = 0;
 };
-Cost decoder_step_cost(const ModelShape& model, const DecoderStepShape& step, int64_t element_bytes);
+Cost decoder_step_cost(const ModelShape& model, const DecoderStepShape& step, const ElementBytes& bytes);
 
 // The weight bytes one layer's phase of the persistent decoder kernel reads (its product's matrix; the
 // attention phases and the rest read none), `phase` named as StageProfile names it ("FFN inner"): the
 // floor to set beside the phase's time.
-double persistent_phase_weight_bytes(const ModelShape& model, const std::string& phase, int64_t element_bytes);
+double persistent_phase_weight_bytes(const ModelShape& model, const std::string& phase, const ElementBytes& bytes);
 
 // Peak rates measured on the device; zero when unknown (then no floor is printed).
 struct Hardware {
@@ -82,10 +96,10 @@ struct SyntheticWorkload {
   int64_t source_length = 1;
   int64_t target_length = 1;
 };
-Cost synthetic_cost(const ModelShape& model, const SyntheticWorkload& workload, int64_t element_bytes);
+Cost synthetic_cost(const ModelShape& model, const SyntheticWorkload& workload, const ElementBytes& bytes);
 // The same for a decoder-only model (config.kind DecoderOnly), the source being the prompt: its prefill (every
 // product on every prompt token, causal attention, weights read once), then the steps.
-Cost decoder_only_cost(const ModelConfig& config, const SyntheticWorkload& workload, int64_t element_bytes);
+Cost decoder_only_cost(const ModelConfig& config, const SyntheticWorkload& workload, const ElementBytes& bytes);
 
 // Totals of a real run (a file through the translator), which lacks per-step shapes.
 struct RunTotals {
@@ -98,6 +112,6 @@ struct RunTotals {
 };
 // A lower bound on a real run's work from its totals alone; attention products and key/value cache
 // traffic, which need per-step shapes, are left out (see cost_model.cc).
-Cost run_totals_cost(const ModelShape& model, const RunTotals& totals, int64_t element_bytes);
+Cost run_totals_cost(const ModelShape& model, const RunTotals& totals, const ElementBytes& bytes);
 
 }  // namespace seqtrans::bench

@@ -201,7 +201,7 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   totals.batches = static_cast<int64_t>(stats.batches);
   totals.max_batch_sentences = static_cast<int64_t>(options.translator.batching.max_batch_size);
   totals.beam = report.search.beam_size;
-  const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.translator.dtype));
+  const ElementBytes element_bytes = element_bytes_of(options.translator.dtype, options.translator.model.int8_weights);
   result.floor = make_floor(run_totals_cost(model_shape(report.config), totals, element_bytes), options.hardware);
   if (progress)
     progress(fmt::format("{} lines: {:.3f} s median of {} runs, {:.1f} target tokens/s", report.lines,

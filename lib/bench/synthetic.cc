@@ -279,7 +279,7 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
   SyntheticReport report;
   report.config = synthetic_config(options.model, max_positions);
   const ModelShape shape = model_shape(report.config);
-  const int64_t element_bytes = static_cast<int64_t>(dtype_size(options.target.dtype));
+  const ElementBytes element_bytes = element_bytes_of(options.target.dtype, options.target.int8_weights);
   // Chosen before any point runs, so that an ablation this run lacks stops it at once.
   const std::vector<Ablation> chosen_ablations =
       options.ablations ? select_ablations(ablations(options.engine, options.target.device, Workload::SyntheticBatch,

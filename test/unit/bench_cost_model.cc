@@ -48,6 +48,18 @@ TEST_CASE("bench cost model: decoder step FLOPs and bytes by hand", "[bench]") {
   CHECK(cost.bytes == 2 * (220 + 50 + 8 + 48 + 24 + 20));
 }
 
+TEST_CASE("bench cost model: CPU int8 counts the layers' weights at a byte, the rest at fp32's four", "[bench]") {
+  // The decoder step above in fp32 with int8 layers: the 220 layer weights at 1 byte, the output layer
+  // (40 + 10), rows, caches and logits (8 + 48 + 24 + 20) at 4.
+  const Cost cost =
+      decoder_step_cost(tiny_shape(), DecoderStepShape{2, 1, 3, 3}, element_bytes_of(DataType::F32, true));
+  CHECK(cost.bytes == 1 * 220 + 4 * (50 + 8 + 48 + 24 + 20));
+  // The encoder: 172 layer weights and the 40 of the cross K/V projection at 1 byte, rows and caches at 4.
+  CHECK(encoder_cost(tiny_shape(), 2, 3, element_bytes_of(DataType::F32, true)).bytes == 172 + 40 + 4 * (24 + 48));
+  CHECK(decoder_step_cost(tiny_shape(), DecoderStepShape{2, 1, 3, 3}, element_bytes_of(DataType::F32, false)).bytes ==
+        4 * (220 + 50 + 8 + 48 + 24 + 20));
+}
+
 TEST_CASE("bench cost model: a batch-1 greedy step of Transformer-base reads about 77 MB in fp16", "[bench]") {
   const ModelShape shape = model_shape(transformer_base_config());
   const Cost cost = decoder_step_cost(shape, DecoderStepShape{1, 1, 1, 0}, 2);
