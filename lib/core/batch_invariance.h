@@ -5,6 +5,8 @@
 // the shape of a BLAS call (the CPU, whose other ops are per row always).
 #pragma once
 
+#include "core/thread_flag.h"
+
 namespace seqtrans {
 
 namespace detail {
@@ -15,17 +17,9 @@ inline thread_local bool batch_invariant_arithmetic = false;
 inline bool batch_invariant() { return detail::batch_invariant_arithmetic; }
 
 // Sets the mode for its lifetime and restores the previous one after (scopes nest).
-class BatchInvariantScope {
+class BatchInvariantScope : public ThreadFlagScope {
  public:
-  explicit BatchInvariantScope(bool enabled) : previous_(detail::batch_invariant_arithmetic) {
-    detail::batch_invariant_arithmetic = enabled;
-  }
-  ~BatchInvariantScope() { detail::batch_invariant_arithmetic = previous_; }
-  BatchInvariantScope(const BatchInvariantScope&) = delete;
-  BatchInvariantScope& operator=(const BatchInvariantScope&) = delete;
-
- private:
-  bool previous_;
+  explicit BatchInvariantScope(bool enabled) : ThreadFlagScope(detail::batch_invariant_arithmetic, enabled) {}
 };
 
 }  // namespace seqtrans

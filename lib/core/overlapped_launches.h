@@ -7,6 +7,8 @@
 // they always did.
 #pragma once
 
+#include "core/thread_flag.h"
+
 namespace seqtrans {
 
 namespace detail {
@@ -17,17 +19,9 @@ inline thread_local bool overlapped_launches = false;
 inline bool overlapped_launches() { return detail::overlapped_launches; }
 
 // Sets the mode for its lifetime and restores the previous one after (scopes nest).
-class OverlappedLaunchScope {
+class OverlappedLaunchScope : public ThreadFlagScope {
  public:
-  explicit OverlappedLaunchScope(bool enabled) : previous_(detail::overlapped_launches) {
-    detail::overlapped_launches = enabled;
-  }
-  ~OverlappedLaunchScope() { detail::overlapped_launches = previous_; }
-  OverlappedLaunchScope(const OverlappedLaunchScope&) = delete;
-  OverlappedLaunchScope& operator=(const OverlappedLaunchScope&) = delete;
-
- private:
-  bool previous_;
+  explicit OverlappedLaunchScope(bool enabled) : ThreadFlagScope(detail::overlapped_launches, enabled) {}
 };
 
 }  // namespace seqtrans

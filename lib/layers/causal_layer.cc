@@ -37,12 +37,14 @@ CausalLayer::CausalLayer(const WeightLoader& weights, const std::string& scope, 
   }
 }
 
-Tensor CausalLayer::Projection::apply(const Tensor& x) const {
-  ops::MatmulOptions options;
-  if (bias.defined()) options.bias = &bias;
-  options.prepared_b = prepared_b();
-  return ops::matmul(x, weight, options);
+ops::MatmulOptions CausalLayer::Projection::options(bool with_bias) const {
+  ops::MatmulOptions product;
+  if (with_bias && bias.defined()) product.bias = &bias;
+  product.prepared_b = prepared_b();
+  return product;
 }
+
+Tensor CausalLayer::Projection::apply(const Tensor& x) const { return ops::matmul(x, weight, options(true)); }
 
 Tensor CausalLayer::project_queries(const ops::ResidualNorm& x, const ops::SelfAttentionStepCaches& caches,
                                     const ops::SelfAttentionStepOptions& append) const {
@@ -54,8 +56,7 @@ Tensor CausalLayer::project_queries(const ops::ResidualNorm& x, const ops::SelfA
     return ops::append_self_attention_step(qkv, caches.positions, caches.key_cache, caches.value_cache,
                                            caches.history, append);
   }
-  ops::MatmulOptions product;
-  product.prepared_b = qkv_.prepared_b();
+  const ops::MatmulOptions product = qkv_.options(false);
   if (x.normalized.defined())
     return ops::project_self_attention_step(x.normalized, {}, qkv_.weight, product, caches, append);
   const ops::RmsNormWeights norm = attention_norm();
@@ -88,11 +89,9 @@ ops::ResidualNorm CausalLayer::forward(const ops::ResidualNorm& x, Tensor& key_b
                                               inner_.bias.defined() ? &inner_.bias : nullptr, inner_.prepared_b());
   // Without a bias the last sum is x W^T + residual rounded once, as add_residual_rms_norm rounds it. One row
   // keeps the sum in the product's epilogue: the next layer's norm then goes into its QKV product's prologue.
-  if (next != nullptr && !outer_bias_ && tokens > 1) {
-    ops::MatmulOptions product;
-    product.prepared_b = outer_.prepared_b();
-    return ops::add_residual_rms_norm(ops::matmul(attended.gated, outer_.weight, product), attended.sum, *next);
-  }
+  if (next != nullptr && !outer_bias_ && tokens > 1)
+    return ops::add_residual_rms_norm(ops::matmul(attended.gated, outer_.weight, outer_.options(false)), attended.sum,
+                                      *next);
   return {ops::matmul_bias_residual(attended.gated, outer_.weight, outer_.bias, attended.sum, outer_.prepared_b()),
           Tensor()};
 }

@@ -58,6 +58,8 @@ class CausalLayer {
     std::shared_ptr<const ops::PreparedWeight> prepared;
     Tensor apply(const Tensor& x) const;
     const ops::PreparedWeight* prepared_b() const { return prepared.get(); }
+    // The product's options: the prepared weight, and the bias where with_bias and the model has one.
+    ops::MatmulOptions options(bool with_bias) const;
   };
 
   // The attention norm of x, its QKV projection, and the tokens' query rows, keys and values where `append`
