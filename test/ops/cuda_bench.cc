@@ -7,6 +7,7 @@
 #ifdef SEQTRANS_WITH_CUDA
 
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,9 +16,8 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "core/device.h"
+#include "core/overlapped_launches.h"
 #include "cuda/kernels/cuda_ops.h"
 #include "cuda/runtime/check.h"
 #include "cuda/runtime/context.h"
@@ -287,13 +287,15 @@ TEST_CASE("small-rows products at the decoder shapes", "[.][cuda_bench][small-ro
   for (const ProductShape& shape : shapes) {
     std::vector<Tensor> weights;
     for (int i = 0; i < kCopies; ++i) weights.push_back(device_floats({shape.n, shape.k}, DataType::F16));
-    for (const int64_t rows : {1, 4}) {
-      const Tensor a = device_floats({rows, shape.k}, DataType::F16);
-      int call = 0;
-      const double time = graph_microseconds_per_call([&] { ops::matmul(a, weights[call++ % kCopies]); }, kCopies);
-      report(fmt::format("{} {} x {} x {}", shape.name, rows, shape.k, shape.n), time,
-             static_cast<double>(shape.n * shape.k * 2));
-    }
+    for (const int64_t rows : {1, 4})
+      for (const bool overlapped : {false, true}) {  // as ops called on their own launch, and as the engine does
+        const OverlappedLaunchScope mode(overlapped);
+        const Tensor a = device_floats({rows, shape.k}, DataType::F16);
+        int call = 0;
+        const double time = graph_microseconds_per_call([&] { ops::matmul(a, weights[call++ % kCopies]); }, kCopies);
+        report(fmt::format("{} {} x {} x {}{}", shape.name, rows, shape.k, shape.n, overlapped ? " overlapped" : ""),
+               time, static_cast<double>(shape.n * shape.k * 2));
+      }
   }
 }
 
