@@ -47,6 +47,9 @@ constexpr int64_t kTiledMinQueries = 8;
 constexpr int kTiledMaxHeadDim = 256;
 constexpr int kWarpDecodeThreads = 128;
 constexpr int kWarpDecodeWarps = kWarpDecodeThreads / 32;
+// Warps a unit may take when units are few (batch 1: a unit per head): a block of that many warps each, so that a
+// long history's keys are read in one chunk a warp rather than a chunk after another.
+constexpr int kWarpDecodeMaxWarpsPerUnit = 16;
 // 16-byte key loads per lane in one chunk (as many value loads): the loads in flight together per lane.
 constexpr int kWarpDecodeLoads = 4;
 // Blocks per multiprocessor the register allocation must allow (64 registers a thread): measured on the
@@ -170,16 +173,16 @@ __device__ __forceinline__ void vector_to_floats(const Vector<__half, N>& x, flo
   }
 }
 
-// One warp per unit (query t, head, batch row b), units in (b, t, head) order; warps_per_unit (1, 2 or 4)
+// One warp per unit (query t, head, batch row b), units in (b, t, head) order; warps_per_unit (1 to kWarps)
 // warps of a block share a unit, taking its chunks of keys in turn. kGroup lanes hold one key, each lane
 // kSlices 16-byte slices of the head row (slice + s * kGroup): head_dim <= kGroup * kSlices * N.
 // kPerKey: key_rows is [b, key_capacity]; otherwise [b] or null.
-template <typename T, int kGroup, int kSlices, bool kPerKey>
-__global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
-    attention_warp_decode_kernel(const T* __restrict__ query, const T* __restrict__ keys,
-                                 const T* __restrict__ values, const int32_t* __restrict__ key_lengths,
-                                 const int32_t* __restrict__ key_rows, T* __restrict__ out, AttentionArguments args,
-                                 int heads, int units, int warps_per_unit) {
+template <typename T, int kGroup, int kSlices, bool kPerKey, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, (kWarpDecodeMinBlocks * kWarpDecodeWarps / kWarps))
+    attention_warp_decode_kernel(const T* __restrict__ query, const T* __restrict__ keys, const T* __restrict__ values,
+                                 const int32_t* __restrict__ key_lengths, const int32_t* __restrict__ key_rows,
+                                 T* __restrict__ out, AttentionArguments args, int heads, int units,
+                                 int warps_per_unit) {
   start_after_inputs();
   constexpr int N = kVectorWidth<T>;
   using V = Vector<T, N>;
@@ -188,12 +191,13 @@ __global__ void __launch_bounds__(kWarpDecodeThreads, kWarpDecodeMinBlocks)
   constexpr int kChunk = kKeysPerPass * kPasses;
   constexpr int kMaxHeadDim = kGroup * kSlices * N;
   // Used only with warps_per_unit > 1: each warp's partial result.
-  __shared__ float merge_sums[kWarpDecodeWarps][kMaxHeadDim];
-  __shared__ float merge_max[kWarpDecodeWarps], merge_total[kWarpDecodeWarps];
+  __shared__ float merge_sums[kWarps][kMaxHeadDim];
+  __shared__ float merge_max[kWarps], merge_total[kWarps];
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int slice = lane % kGroup, group = lane / kGroup;  // group: which key of a pass
-  const int unit = static_cast<int>(blockIdx.x) * (kWarpDecodeWarps / warps_per_unit) + warp / warps_per_unit;
+  const int unit =
+      static_cast<int>(blockIdx.x) * (static_cast<int>(blockDim.x) / 32 / warps_per_unit) + warp / warps_per_unit;
   const int part = warp % warps_per_unit;
   const bool active = unit < units;  // uniform over the unit's warps
   const int vectors = args.head_dim / N;
@@ -549,14 +553,20 @@ void launch_warp_decode_with(const AttentionOperands& x, const AttentionArgument
   const int64_t warps_wanted = int64_t{8} * context().properties.multiProcessorCount;
   // Batch-invariant mode keeps one warp a unit: how its keys are split must not follow the batch.
   int warps_per_unit = 1;
-  while (!batch_invariant() && warps_per_unit < kWarpDecodeWarps && int64_t{2} * warps_per_unit * units <= warps_wanted &&
-         args.key_capacity > warps_per_unit * kChunk)
+  while (!batch_invariant() && warps_per_unit < kWarpDecodeMaxWarpsPerUnit &&
+         int64_t{2} * warps_per_unit * units <= warps_wanted && args.key_capacity > warps_per_unit * kChunk)
     warps_per_unit *= 2;
-  const int units_per_block = kWarpDecodeWarps / warps_per_unit;
-  const unsigned blocks = static_cast<unsigned>((int64_t{units} + units_per_block - 1) / units_per_block);
-  launch_kernel(attention_warp_decode_kernel<T, kGroup, kSlices, kPerKey>, blocks, kWarpDecodeThreads, 0, stream,
-                x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(), x.key_lengths.data<int32_t>(),
-                key_rows_data(x), x.out.data<T>(), args, heads, units, warps_per_unit);
+  // Blocks of 4 warps, or of one unit's warps where a unit takes more.
+  const auto launch = [&](auto kernel, int block_warps) {
+    const int units_per_block = block_warps / warps_per_unit;
+    const unsigned blocks = static_cast<unsigned>((int64_t{units} + units_per_block - 1) / units_per_block);
+    launch_kernel(kernel, blocks, block_warps * 32, 0, stream, x.query.data<T>(), x.keys.data<T>(), x.values.data<T>(),
+                  x.key_lengths.data<int32_t>(), key_rows_data(x), x.out.data<T>(), args, heads, units, warps_per_unit);
+  };
+  if (warps_per_unit <= kWarpDecodeWarps)
+    launch(attention_warp_decode_kernel<T, kGroup, kSlices, kPerKey, kWarpDecodeWarps>, kWarpDecodeWarps);
+  else
+    launch(attention_warp_decode_kernel<T, kGroup, kSlices, kPerKey, kWarpDecodeMaxWarpsPerUnit>, warps_per_unit);
 }
 
 // The warp decode kernel for this head size, if it has one (16-byte loads were checked by the caller).

@@ -406,7 +406,7 @@ TEST_CASE("cuda attention with key_rows per key matches the CPU", "[gpu]") {
 }
 
 // The warp decode kernel's thresholds: key lengths around its chunks (2 to 32 keys by head size and dtype),
-// head sizes 8 to 512 (fp32 512 takes the block decode kernel), 1, 2 or 4 warps per (query, head) unit
+// head sizes 8 to 512 (fp32 512 takes the block decode kernel), 1 to 16 warps per (query, head) unit
 // (few units split long key lengths), no key_rows, rank 1 and rank 2, NaN wherever nothing should read.
 TEST_CASE("cuda attention decode matches the CPU across key lengths, head sizes and key_rows", "[gpu]") {
   REQUIRE_GPU_OR_SKIP();
