@@ -140,6 +140,12 @@ std::vector<Ablation> select_ablations(const std::vector<Ablation>& list, const 
   return selected;
 }
 
+std::vector<Ablation> ablations_to_run(bool wanted, const EngineSettings& base, Device device, Workload workload,
+                                       int64_t target_vocab, const std::vector<std::string>& names) {
+  if (!wanted) return {};
+  return select_ablations(ablations(base, device, workload, target_vocab), names);
+}
+
 std::vector<std::string> ablation_names() {
   std::vector<std::string> names;
   for (const Device device : {Device::CUDA, Device::CPU})

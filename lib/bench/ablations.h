@@ -51,6 +51,12 @@ std::vector<Ablation> ablations(const EngineSettings& base, Device device, Workl
 // order; all of them when `names` is empty. A name the list lacks is an error naming those it has.
 std::vector<Ablation> select_ablations(const std::vector<Ablation>& list, const std::vector<std::string>& names);
 
+// What a run measures: none unless `wanted` (bench --ablations or --ablation), else the ablations of `base` on
+// this device, workload and vocabulary that `names` asks for (select_ablations). Called before the run's first
+// point, so that a name the run lacks stops it at once.
+std::vector<Ablation> ablations_to_run(bool wanted, const EngineSettings& base, Device device, Workload workload,
+                                       int64_t target_vocab, const std::vector<std::string>& names);
+
 // Every name an ablation may have on some device and workload: what `bench --ablation` accepts.
 std::vector<std::string> ablation_names();
 

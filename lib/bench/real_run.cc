@@ -168,12 +168,9 @@ RealReport run_real(const RealOptions& options, const std::function<void(const s
   result.first_line_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.config = base.model_file().config();
   report.search = base.options().search;
-  // Chosen before the timed runs, so that an ablation this run lacks stops it at once.
   const std::vector<Ablation> chosen_ablations =
-      options.ablations ? select_ablations(ablations(options.engine, options.translator.device, Workload::RealFile,
-                                                     report.config.target_vocab_size),
-                                           options.only_ablations)
-                        : std::vector<Ablation>();
+      ablations_to_run(options.ablations, options.engine, options.translator.device, Workload::RealFile,
+                       report.config.target_vocab_size, options.only_ablations);
   FileMeasurements measurements(translators, std::move(windows), options.repetitions);
 
   std::vector<RealRun> runs;

@@ -280,12 +280,9 @@ SyntheticReport run_synthetic(const SyntheticOptions& options, const std::functi
   report.config = synthetic_config(options.model, max_positions);
   const ModelShape shape = model_shape(report.config);
   const ElementBytes element_bytes = element_bytes_of(options.target.dtype, options.target.int8_weights);
-  // Chosen before any point runs, so that an ablation this run lacks stops it at once.
   const std::vector<Ablation> chosen_ablations =
-      options.ablations ? select_ablations(ablations(options.engine, options.target.device, Workload::SyntheticBatch,
-                                                     report.config.target_vocab_size),
-                                           options.only_ablations)
-                        : std::vector<Ablation>();
+      ablations_to_run(options.ablations, options.engine, options.target.device, Workload::SyntheticBatch,
+                       report.config.target_vocab_size, options.only_ablations);
 
   const ModelFile file =
       prepare_synthetic_model(report.config, options.target, options.seed);
