@@ -57,6 +57,15 @@ Tensor Tensor::borrow(void* data, const Shape& shape, DataType dtype, Device dev
   return tensor;
 }
 
+Tensor Tensor::shape_only(const Shape& shape, DataType dtype, Device device) {
+  Tensor tensor;
+  tensor.shape_ = shape;
+  tensor.dtype_ = dtype;
+  tensor.device_ = device;
+  tensor.shape_only_ = true;
+  return tensor;
+}
+
 Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& values) {
   SEQTRANS_CHECK(static_cast<int64_t>(values.size()) == shape_elements(shape),
                  "{} values do not fill shape {}", values.size(), shape_string(shape));
@@ -82,6 +91,8 @@ int64_t Tensor::dim(int axis) const {
 }
 
 void* Tensor::raw() const {
+  SEQTRANS_CHECK(!shape_only_, "use of the memory of a tensor that has only a shape ({} {})", dtype_name(dtype_),
+                 shape_string(shape_));
   SEQTRANS_CHECK(storage_ != nullptr, "use of an undefined tensor");
   return static_cast<char*>(storage_->data()) + offset_bytes_;
 }

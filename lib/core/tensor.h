@@ -48,11 +48,14 @@ class Tensor {
 
   // View over memory owned elsewhere (e.g. a loaded model file); the caller keeps it alive.
   static Tensor borrow(void* data, const Shape& shape, DataType dtype, Device device);
+  // A shape, dtype and device with no memory: defined, but reading its data throws. Stands for a weight
+  // whose products read only its prepared form (an int8 weight's fp32 values are not kept).
+  static Tensor shape_only(const Shape& shape, DataType dtype, Device device);
   // Host fp32 / int32 tensors from values, for tests and small inputs.
   static Tensor from_floats(const Shape& shape, const std::vector<float>& values);
   static Tensor from_ints(const Shape& shape, const std::vector<int32_t>& values);
 
-  bool defined() const { return storage_ != nullptr; }
+  bool defined() const { return storage_ != nullptr || shape_only_; }
   const Shape& shape() const { return shape_; }
   int64_t dim(int axis) const;  // negative axes count from the end
   int rank() const { return static_cast<int>(shape_.size()); }
@@ -87,6 +90,7 @@ class Tensor {
   Shape shape_;
   DataType dtype_ = DataType::F32;
   Device device_ = Device::CPU;
+  bool shape_only_ = false;
 };
 
 }  // namespace seqtrans

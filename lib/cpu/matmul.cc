@@ -175,12 +175,13 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   const int n = blas_extent(c.dim(1), "n");
   if (m == 0 || n == 0) return;
   const float* a_values = a.data<float>();
-  const float* b_values = b.data<float>();
   float* c_values = c.data<float>();
   const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
   const auto* packed = static_cast<const PackedMatrix*>(options.prepared_b);
+  // An int8 weight's plain tensor may be shape only (WeightLoader::get_dense): its panels are all there is.
   if (packed != nullptr && packed->format() == ops::WeightFormat::Int8)
     return matmul_int8(a_values, m, k, *packed, c_values, n, {bias, options.activation});
+  const float* b_values = b.data<float>();
   const Isa isa = cpu_isa();
   const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
   const int64_t block_work = int64_t{m} * k * kColumnBlock;

@@ -16,10 +16,11 @@ CausalLayer::CausalLayer(const WeightLoader& weights, const std::string& scope, 
   const int64_t d = config.d_model, queries = int64_t{num_heads_} * head_dim_, kv = int64_t{num_kv_heads_} * head_dim_;
   const int64_t ffn = config.decoder.ffn_dim;
   const auto dense = [&](const std::string& name, int64_t out, int64_t in, bool bias) {
+    DenseWeight weight = weights.get_dense(name + "/weight", {out, in});
     Projection projection;
-    projection.weight = weights.get(name + "/weight", {out, in});
+    projection.weight = std::move(weight.weight);
+    projection.prepared = std::move(weight.prepared);
     if (bias) projection.bias = weights.get(name + "/bias", {out});
-    projection.prepared = weights.prepare_dense(projection.weight);
     return projection;
   };
   attention_norm_ = weights.get(scope + "/self_attention/norm/gamma", {d});

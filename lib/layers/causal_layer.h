@@ -51,7 +51,7 @@ class CausalLayer {
  private:
   // A projection x W^T (+ b): the weight [out, in] and its bias [out] where the model has biases
   // (config.attention_bias, config.ffn_bias), added in the product's epilogue; the weight as the products read
-  // it where the loader prepares Dense weights (the CPU's packed panels or int8, WeightLoader::prepare_dense).
+  // it where the loader prepares Dense weights (the CPU's packed panels or int8, WeightLoader::get_dense).
   struct Projection {
     Tensor weight;
     Tensor bias;

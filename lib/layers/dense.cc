@@ -3,9 +3,11 @@
 namespace seqtrans {
 
 Dense::Dense(const WeightLoader& weights, const std::string& scope, int64_t in_features, int64_t out_features)
-    : weight_(weights.get(scope + "/weight", {out_features, in_features})),
-      bias_(weights.get(scope + "/bias", {out_features})),
-      prepared_(weights.prepare_dense(weight_)) {}
+    : bias_(weights.get(scope + "/bias", {out_features})) {
+  DenseWeight weight = weights.get_dense(scope + "/weight", {out_features, in_features});
+  weight_ = std::move(weight.weight);
+  prepared_ = std::move(weight.prepared);
+}
 
 Tensor Dense::forward(const Tensor& x, std::optional<Activation> activation) const {
   return ops::matmul(x, weight_, options(true, activation));

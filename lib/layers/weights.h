@@ -9,6 +9,13 @@
 
 namespace seqtrans {
 
+// A Dense weight as its products take it: the plain tensor [out, in] (shape only where the products read
+// nothing but the prepared form) and the prepared form, if the device has one.
+struct DenseWeight {
+  Tensor weight;
+  std::shared_ptr<const ops::PreparedWeight> prepared;
+};
+
 class WeightLoader {
  public:
   // Dense weights are prepared in `dense_format` where the device has such a form (ops::prepare_weight).
@@ -19,10 +26,10 @@ class WeightLoader {
   // The tensor `name`, checked against `shape`, converted to the compute dtype and device.
   Tensor get(const std::string& name, const Shape& shape) const;
   bool has(const std::string& name) const { return file_.has_tensor(name); }
-  // A Dense weight, as get() returned it, in dense_format for the products; null: use it as it is.
-  std::shared_ptr<const ops::PreparedWeight> prepare_dense(const Tensor& weight) const {
-    return ops::prepare_weight(weight, dense_format_);
-  }
+  // The Dense weight `name`, prepared in dense_format where the device has that form. Int8 keeps only the
+  // quantized form: the fp32 values are read outside the model's arena (which never frees, core/host_arena.h)
+  // and dropped once quantized, so an int8 model holds a quarter of the fp32 weights' memory, not 1.25 times.
+  DenseWeight get_dense(const std::string& name, const Shape& shape) const;
   Device device() const { return device_; }
   ops::WeightFormat dense_format() const { return dense_format_; }
   DataType dtype() const { return dtype_; }
