@@ -56,6 +56,8 @@ class Tensor {
   static Tensor from_ints(const Shape& shape, const std::vector<int32_t>& values);
 
   bool defined() const { return storage_ != nullptr || shape_only_; }
+  // Whether it has memory: defined and not shape_only.
+  bool has_data() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
   int64_t dim(int axis) const;  // negative axes count from the end
   int rank() const { return static_cast<int>(shape_.size()); }

@@ -178,10 +178,13 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   float* c_values = c.data<float>();
   const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
   const auto* packed = static_cast<const PackedMatrix*>(options.prepared_b);
-  // An int8 weight's plain tensor may be shape only (WeightLoader::get_dense): its panels are all there is.
+  // A prepared weight's plain tensor may be shape only (WeightLoader::get_dense): int8's panels are all there
+  // is; fp32 panels not written yet are packed on the fly from the matrix's own copy of the plain values,
+  // which `source` keeps alive through the product.
   if (packed != nullptr && packed->format() == ops::WeightFormat::Int8)
     return matmul_int8(a_values, m, k, *packed, c_values, n, {bias, options.activation});
-  const float* b_values = b.data<float>();
+  const Tensor source = b.has_data() || packed == nullptr ? b : packed->source();
+  const float* b_values = source.has_data() ? source.data<float>() : nullptr;  // null: the panels are written
   const Isa isa = cpu_isa();
   const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
   const int64_t block_work = int64_t{m} * k * kColumnBlock;

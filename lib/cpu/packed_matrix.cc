@@ -61,10 +61,17 @@ bool PackedMatrix::use() const {
       const HostArenaScope scope(arena_.get());
       write_f32_panels(source_);
     }
-    source_ = Tensor();  // the layer holds the plain weight; this reference is no longer needed
+    // The layer may hold only the weight's shape (WeightLoader::get_dense): then this frees the plain values.
+    const std::lock_guard<std::mutex> lock(source_mutex_);
+    source_ = Tensor();
     arena_ = HostArenaRef();
   });
   return true;
+}
+
+Tensor PackedMatrix::source() const {
+  const std::lock_guard<std::mutex> lock(source_mutex_);
+  return source_;
 }
 
 std::shared_ptr<const PackedMatrix> pack_matrix_on_use(const Tensor& weight) {

@@ -12,7 +12,8 @@
 // The fp32 panels of a model's weights are written on use (pack_matrix_on_use), not at load: a product
 // that finds them missing packs the panels it reads on the fly, the same bits, so a weight is packed once
 // kPackOnUse products have read it. A one-line translate then packs the weights its decoder steps read, not
-// the encoder's (one pass).
+// the encoder's (one pass). Where the layer holds only the weight's shape (WeightLoader::get_dense), the
+// matrix's copy of the plain values is the only one, and writing the panels frees it.
 #pragma once
 
 #include <atomic>
@@ -46,6 +47,9 @@ class PackedMatrix : public ops::PreparedWeight {
   // they are there. Called from the product's own thread, never inside a part of the pool (the panels are
   // written over it). Logically const: the products' bits are the same either way.
   bool use() const;
+  // Packing on use: the plain weight the panels are written from, until they are; then undefined. The copy
+  // keeps its memory for as long as the caller holds it, even where use() drops the matrix's own reference.
+  Tensor source() const;
 
   // WeightFormat::Packed: panel p, [cols][kPanelWidth] floats.
   const float* f32_panel(int64_t p) const { return f32_.data<float>() + p * cols_ * kPanelWidth; }
@@ -68,7 +72,8 @@ class PackedMatrix : public ops::PreparedWeight {
   int64_t rows_, cols_;
   // Packing on use: the plain weight until the panels are written from it, the arena they go to (that of
   // the model's weights, if it loaded in one), and the products counted.
-  mutable Tensor source_;
+  mutable Tensor source_;  // guarded by source_mutex_
+  mutable std::mutex source_mutex_;
   mutable HostArenaRef arena_;
   mutable std::atomic<int> uses_{0};
   mutable std::once_flag pack_once_;

@@ -5,19 +5,37 @@
 
 namespace seqtrans {
 
+namespace {
+
+// Plain fp32 weights at least this large that are packed on use get an arena of their own, which unmaps once
+// the panels are written and the plain values dropped. Smaller ones stay in the model's arena: an arena's huge
+// pages would round a small weight's memory up to 2 MiB.
+constexpr size_t kOwnArenaMinBytes = size_t{8} << 20;
+
+}  // namespace
+
 DenseWeight WeightLoader::get_dense(const std::string& name, const Shape& shape) const {
-  if (dense_format_ != ops::WeightFormat::Int8 || !ops::weight_format_available(dense_format_, device_)) {
+  const bool prepared_on_cpu = device_ == Device::CPU && ops::weight_format_available(dense_format_, device_) &&
+                               dense_format_ != ops::WeightFormat::Plain;
+  const bool own_memory =
+      prepared_on_cpu && (dense_format_ == ops::WeightFormat::Int8 ||
+                          static_cast<size_t>(shape_elements(shape)) * sizeof(float) >= kOwnArenaMinBytes);
+  if (!own_memory) {
     Tensor weight = get(name, shape);
     auto prepared = ops::prepare_weight(weight, dense_format_);
     return {std::move(weight), std::move(prepared)};
   }
+  // The plain values in memory of their own, outside the model's arena (which never frees): the heap for
+  // int8, dropped once quantized; an arena of their own for fp32 panels, which the matrix frees once it has
+  // written them (cpu::PackedMatrix::use). The layer keeps the weight's shape only.
   Tensor plain;
   {
-    const HostArenaScope heap(nullptr);
+    const HostArenaRef own = dense_format_ == ops::WeightFormat::Packed ? HostArena::open() : HostArenaRef();
+    const HostArenaScope scope(own.get());
     plain = get(name, shape);
   }
   auto prepared = ops::prepare_weight(plain, dense_format_);
-  SEQTRANS_CHECK(prepared != nullptr, "{}: no int8 form on this device", name);
+  SEQTRANS_CHECK(prepared != nullptr, "{}: no {} form on this device", name, ops::weight_format_name(dense_format_));
   return {Tensor::shape_only(plain.shape(), plain.dtype(), plain.device()), std::move(prepared)};
 }
 

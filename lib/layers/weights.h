@@ -29,6 +29,7 @@ class WeightLoader {
   // The Dense weight `name`, prepared in dense_format where the device has that form. Int8 keeps only the
   // quantized form: the fp32 values are read outside the model's arena (which never frees, core/host_arena.h)
   // and dropped once quantized, so an int8 model holds a quarter of the fp32 weights' memory, not 1.25 times.
+  // Large fp32 weights packed on use keep their plain values only until their panels are written.
   DenseWeight get_dense(const std::string& name, const Shape& shape) const;
   Device device() const { return device_; }
   ops::WeightFormat dense_format() const { return dense_format_; }

@@ -4,6 +4,7 @@
 
 #include "catch.h"
 #include "core/error.h"
+#include "cpu/packed_matrix.h"
 #include "format/model_file.h"
 #include "layers/weights.h"
 #include "ops/ops.h"
@@ -15,15 +16,33 @@ using namespace seqtrans::testing;
 
 namespace {
 
-// The name and shape of the first fused self-attention projection in the file.
-std::string qkv_weight_name(const ModelFile& file, const ModelImage& image) {
+// The name of the first tensor of the model whose name ends with `suffix`.
+std::string tensor_named(const ModelImage& image, const std::string& suffix) {
   for (const auto& entry : image.header.tensors()) {
     const std::string& name = entry.name();
-    if (name.size() > 11 && name.compare(name.size() - 11, 11, "/qkv/weight") == 0 && file.has_tensor(name))
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
       return name;
   }
-  FAIL("no qkv weight in the tiny model");
+  FAIL("no tensor named *" << suffix);
   return "";
+}
+
+// A tiny model written to a file of its own and opened, with the name and shape of one of its weights.
+struct OpenedModel {
+  ModelImage image;
+  ModelFile file;
+  std::string name;
+  Shape shape;
+};
+
+OpenedModel open_tiny_model(const TinyModelShape& shape, const std::string& stem, const std::string& weight_suffix) {
+  ModelImage image = make_tiny_model(shape);
+  const std::string path = temp_path(stem);
+  write_model_file(path, image);
+  ModelFile file = ModelFile::open(path);
+  std::string name = tensor_named(image, weight_suffix);
+  Shape weight_shape = file.tensors().at(name).shape();
+  return OpenedModel{std::move(image), std::move(file), std::move(name), std::move(weight_shape)};
 }
 
 }  // namespace
@@ -41,26 +60,18 @@ TEST_CASE("Tensor::shape_only has a shape and no memory", "[tensor]") {
 
 TEST_CASE("an int8 Dense weight keeps only its panels, and its products are those of the full weight",
           "[weights][int8]") {
+  const OpenedModel model = open_tiny_model({}, "weights_int8.seqtrans", "/qkv/weight");
+  const ModelFile& file = model.file;
+  const std::string& name = model.name;
+  const Shape& shape = model.shape;
   if (!ops::weight_format_available(ops::WeightFormat::Int8, Device::CPU)) {
     // No int8 kernels (no AVX2): the loader falls back to the plain weight, which it keeps.
-    const ModelImage image = make_tiny_model({});
-    const std::string path = temp_path("weights_plain.seqtrans");
-    write_model_file(path, image);
-    const ModelFile file = ModelFile::open(path);
-    const WeightLoader loader(file, Device::CPU, DataType::F32, ops::WeightFormat::Int8);
-    const std::string name = qkv_weight_name(file, image);
-    const DenseWeight weight = loader.get_dense(name, file.tensors().at(name).shape());
+    const DenseWeight weight =
+        WeightLoader(file, Device::CPU, DataType::F32, ops::WeightFormat::Int8).get_dense(name, shape);
     CHECK(weight.prepared == nullptr);
     CHECK_NOTHROW(weight.weight.raw());
     return;
   }
-  const ModelImage image = make_tiny_model({});
-  const std::string path = temp_path("weights_int8.seqtrans");
-  write_model_file(path, image);
-  const ModelFile file = ModelFile::open(path);
-  const std::string name = qkv_weight_name(file, image);
-  const Shape shape = file.tensors().at(name).shape();
-
   const WeightLoader int8_loader(file, Device::CPU, DataType::F32, ops::WeightFormat::Int8);
   const DenseWeight int8 = int8_loader.get_dense(name, shape);
   REQUIRE(int8.prepared != nullptr);
@@ -81,4 +92,39 @@ TEST_CASE("an int8 Dense weight keeps only its panels, and its products are thos
   // Packed fp32 panels are written on use from the plain weight, which stays.
   const WeightLoader packed_loader(file, Device::CPU, DataType::F32, ops::WeightFormat::Packed);
   CHECK_NOTHROW(packed_loader.get_dense(name, shape).weight.raw());
+}
+
+TEST_CASE("a large fp32 Dense weight packed on use keeps its plain values only until its panels are written",
+          "[weights]") {
+  if (!ops::weight_format_available(ops::WeightFormat::Packed, Device::CPU)) return;  // no packed kernels: plain
+  TinyModelShape shape_of_model;
+  shape_of_model.d_model = 512;
+  shape_of_model.ffn = 4096;  // the feed-forward weights: 8 MiB of fp32 each, past the loader's threshold
+  shape_of_model.encoder_layers = shape_of_model.decoder_layers = 1;
+  const OpenedModel model = open_tiny_model(shape_of_model, "weights_packed.seqtrans", "/ffn/inner/weight");
+  const ModelFile& file = model.file;
+  const std::string& name = model.name;
+  const Shape& shape = model.shape;
+
+  const WeightLoader loader(file, Device::CPU, DataType::F32, ops::WeightFormat::Packed);
+  const DenseWeight packed = loader.get_dense(name, shape);
+  REQUIRE(packed.prepared != nullptr);
+  CHECK(packed.weight.shape() == shape);
+  CHECK_FALSE(packed.weight.has_data());
+  const auto* matrix = static_cast<const cpu::PackedMatrix*>(packed.prepared.get());
+  CHECK(matrix->source().has_data());
+
+  // Before the panels (packed on the fly from the matrix's copy) and after (the copy dropped): the products
+  // of the weight loaded in full, bit for bit.
+  const Tensor full = WeightLoader(file, Device::CPU, DataType::F32).get(name, shape);
+  const Tensor x = random_floats({3, shape[1]}, -1.0f, 1.0f);
+  const std::vector<float> expected = ops::matmul(x, full, ops::MatmulOptions{}).to_float_vector();
+  ops::MatmulOptions options;
+  options.prepared_b = packed.prepared.get();
+  for (int product = 0; product < cpu::PackedMatrix::kPackOnUse + 1; ++product) {
+    CAPTURE(product);
+    CHECK(ops::matmul(x, packed.weight, options).to_float_vector() == expected);
+  }
+  CHECK(matrix->packed());
+  CHECK_FALSE(matrix->source().has_data());
 }
