@@ -183,7 +183,7 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& c, const ops::MatmulOption
   // which `source` keeps alive through the product.
   if (packed != nullptr && packed->format() == ops::WeightFormat::Int8)
     return matmul_int8(a_values, m, k, *packed, c_values, n, {bias, options.activation});
-  const Tensor source = b.has_data() || packed == nullptr ? b : packed->source();
+  const Tensor source = b.has_data() || packed == nullptr || packed->packed() ? b : packed->source();
   const float* b_values = source.has_data() ? source.data<float>() : nullptr;  // null: the panels are written
   const Isa isa = cpu_isa();
   const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
