@@ -91,9 +91,11 @@ int64_t Tensor::dim(int axis) const {
 }
 
 void* Tensor::raw() const {
-  SEQTRANS_CHECK(!shape_only_, "use of the memory of a tensor that has only a shape ({} {})", dtype_name(dtype_),
-                 shape_string(shape_));
-  SEQTRANS_CHECK(storage_ != nullptr, "use of an undefined tensor");
+  if (storage_ == nullptr) {  // one test on the hot path; which misuse it is, only when it fails
+    SEQTRANS_CHECK(!shape_only_, "use of the memory of a tensor that has only a shape ({} {})", dtype_name(dtype_),
+                   shape_string(shape_));
+    throw Error("use of an undefined tensor");
+  }
   return static_cast<char*>(storage_->data()) + offset_bytes_;
 }
 
