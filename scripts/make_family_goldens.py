@@ -256,11 +256,11 @@ def generation_config(num_beams, target_id):
                             output_logits=True, return_dict_in_generate=True, use_cache=True)
 
 
-def run_generate(model, source_ids, config):
+def run_generate(model, source_ids, config, device="cpu"):
     """(output ids without the decoder start and EOS, the forced target code first; finished; score; the
     smallest top-2 logit gap of the greedy steps after the forced one)."""
     import torch
-    inputs = torch.tensor([source_ids])
+    inputs = torch.tensor([source_ids], device=device)
     with torch.no_grad():
         result = model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), generation_config=config)
     sequence = result.sequences[0].tolist()
@@ -272,7 +272,7 @@ def run_generate(model, source_ids, config):
     if config.num_beams == 1:
         # As in make_golden.py: the sum of log_softmax(raw logits) over the chosen tokens, where a forced
         # token adds 0 (the forced-BOS processor leaves it the only choice; beam scores count it as 0 too).
-        logits = torch.stack([step[0] for step in result.logits]).double()
+        logits = torch.stack([step[0] for step in result.logits]).double().cpu()
         if logits.shape[0] != len(sequence):
             raise RuntimeError(f"greedy: {logits.shape[0]} logits for {len(sequence)} tokens")
         log_probs = torch.log_softmax(logits, dim=-1)[torch.arange(len(sequence)), torch.tensor(sequence)]

@@ -224,3 +224,15 @@ TEST_CASE("GPU fp16 stays close to Hugging Face generate() on the tiny model", "
     CHECK(report.identical >= report.total * 90 / 100);
   }
 }
+
+// Against Hugging Face's own fp16 generate() (scripts/make_fp16_goldens.py: the checkpoint in float16 on the
+// GPU), where both engines round weights and activations to fp16. Hugging Face's fp16 gives its own fp32
+// tokens on only 328/362 greedy and 315/362 beam-4 lines of this model (test/data/golden/README.md), so the
+// bar sits below that; seqtrans gave 330/362 and 317/362 (H200).
+TEST_CASE("GPU fp16 stays close to Hugging Face's fp16 generate() on the tiny model", "[gpu][e2e][parity]") {
+  REQUIRE_GPU_OR_SKIP();
+  for (const char* golden : {"marian_tiny_greedy_fp16.tsv", "marian_tiny_beam4_fp16.tsv"}) {
+    const ParityReport report = check_parity(golden, Device::CUDA, DataType::F16, 16);
+    CHECK(report.identical >= report.total * 85 / 100);
+  }
+}
