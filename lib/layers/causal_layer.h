@@ -6,8 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "layers/weights.h"
 #include "format/model_config.h"
+#include "layers/dense.h"
+#include "layers/weights.h"
 #include "ops/ops.h"
 
 namespace seqtrans {
@@ -49,19 +50,6 @@ class CausalLayer {
   ops::RmsNormWeights attention_norm() const { return {attention_norm_, epsilon_}; }
 
  private:
-  // A projection x W^T (+ b): the weight [out, in] and its bias [out] where the model has biases
-  // (config.attention_bias, config.ffn_bias), added in the product's epilogue; the weight as the products read
-  // it where the loader prepares Dense weights (the CPU's packed panels or int8, WeightLoader::get_dense).
-  struct Projection {
-    Tensor weight;
-    Tensor bias;
-    std::shared_ptr<const ops::PreparedWeight> prepared;
-    Tensor apply(const Tensor& x) const;
-    const ops::PreparedWeight* prepared_b() const { return prepared.get(); }
-    // The product's options: the prepared weight, and the bias where with_bias and the model has one.
-    ops::MatmulOptions options(bool with_bias) const;
-  };
-
   // The attention norm of x, its QKV projection, and the tokens' query rows, keys and values where `append`
   // puts them (ops::project_self_attention_step: one kernel for one row of a model without attention biases).
   Tensor project_queries(const ops::ResidualNorm& x, const ops::SelfAttentionStepCaches& caches,
@@ -70,12 +58,13 @@ class CausalLayer {
   int num_heads_ = 0, num_kv_heads_ = 0, head_dim_ = 0;
   float epsilon_ = 1e-5f;
   Tensor attention_norm_;  // [d]
-  Projection qkv_;         // [(heads + 2 kv heads) * head_dim, d]: queries, keys, values
-  Projection output_;      // [d, heads * head_dim]
+  // The projections' biases exist where the model has them (config.attention_bias, config.ffn_bias).
+  Dense qkv_;              // [(heads + 2 kv heads) * head_dim, d]: queries, keys, values
+  Dense output_;           // [d, heads * head_dim]
   Tensor ffn_norm_;        // [d]
-  Projection inner_;       // [2 ffn, d]: the gate's rows, then the up projection's
-  Projection outer_;       // [d, ffn]; its bias (zeros without one) joins the residual sum
-  bool outer_bias_ = false;  // the model's own: the sum then goes through add_bias_residual, unfolded
+  Dense inner_;            // [2 ffn, d]: the gate's rows, then the up projection's
+  Dense outer_;            // [d, ffn]
+  Tensor outer_sum_bias_;  // what joins outer_'s residual sum: its bias, or zeros where the model has none
 };
 
 }  // namespace seqtrans

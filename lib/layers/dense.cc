@@ -2,8 +2,9 @@
 
 namespace seqtrans {
 
-Dense::Dense(const WeightLoader& weights, const std::string& scope, int64_t in_features, int64_t out_features)
-    : bias_(weights.get(scope + "/bias", {out_features})) {
+Dense::Dense(const WeightLoader& weights, const std::string& scope, int64_t in_features, int64_t out_features,
+             bool with_bias) {
+  if (with_bias) bias_ = weights.get(scope + "/bias", {out_features});
   DenseWeight weight = weights.get_dense(scope + "/weight", {out_features, in_features});
   weight_ = std::move(weight.weight);
   prepared_ = std::move(weight.prepared);
@@ -15,7 +16,7 @@ Tensor Dense::forward(const Tensor& x, std::optional<Activation> activation) con
 
 ops::MatmulOptions Dense::options(bool with_bias, std::optional<Activation> activation) const {
   ops::MatmulOptions options;
-  if (with_bias) options.bias = &bias_;
+  if (with_bias && bias_.defined()) options.bias = &bias_;
   options.activation = activation;
   options.prepared_b = prepared_.get();
   return options;

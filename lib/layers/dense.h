@@ -11,17 +11,19 @@ namespace seqtrans {
 class Dense {
  public:
   Dense() = default;
-  Dense(const WeightLoader& weights, const std::string& scope, int64_t in_features, int64_t out_features);
+  // with_bias false: the model has no bias here (Llama's projections); bias() is then undefined.
+  Dense(const WeightLoader& weights, const std::string& scope, int64_t in_features, int64_t out_features,
+        bool with_bias = true);
 
-  // x: [m, in] -> [m, out], bias added, then the activation if any (fused into the GEMM where possible).
+  // x: [m, in] -> [m, out], bias (if any) added, then the activation if any (fused into the GEMM where possible).
   Tensor forward(const Tensor& x, std::optional<Activation> activation = std::nullopt) const;
   // x W^T without the bias, for callers that fuse the bias into the next op.
   Tensor project(const Tensor& x) const { return ops::matmul(x, weight_, options(false)); }
-  // What forward (with_bias) or project passes to ops::matmul.
+  // What forward (with_bias) or project passes to ops::matmul: the bias only where with_bias and one exists.
   ops::MatmulOptions options(bool with_bias, std::optional<Activation> activation = std::nullopt) const;
 
   const Tensor& weight() const { return weight_; }  // [out, in]
-  const Tensor& bias() const { return bias_; }      // [out]
+  const Tensor& bias() const { return bias_; }      // [out], or undefined
   const ops::PreparedWeight* prepared() const { return prepared_.get(); }
 
  private:
