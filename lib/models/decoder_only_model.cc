@@ -93,8 +93,9 @@ DecoderOnlyModel::DecoderOnlyModel(const ModelFile& file, const ModelOptions& op
   final_norm_ = weights.get("decoder/final_norm/gamma", {d});
   rotary_ = ops::rotary_table(config_.max_positions, head_width(config_, config_.decoder), *config_.rope_theta,
                               options.device);
-  const Tensor output_weight = config_.tied_output ? embedding_ : weights.get("decoder/output/weight", {vocab, d});
-  output_head_ = OutputHead(output_weight, Tensor(), options.tuning.topk_algorithm, formats.output);
+  const ops::TopkAlgorithm topk = options.tuning.topk_algorithm;
+  output_head_ = config_.tied_output ? OutputHead(embedding_, Tensor(), topk, formats.output)
+                                     : OutputHead(untied_output_weight(file, options, {vocab, d}), Tensor(), topk);
   // A tied embedding reads the head's weight, which may be a view of its padded copy: one copy in memory.
   if (config_.tied_output) embedding_ = output_head_.weight();
   for (int i = 0; i < config_.decoder.num_layers; ++i)

@@ -123,14 +123,14 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelFile& file, const ModelOptio
   }
   source_norms_ = StackNorms(weights, "encoder", config_, config_.encoder);
   target_norms_ = StackNorms(weights, "decoder", config_, config_.decoder);
-  const Tensor output_weight = config_.tied_output
-                                   ? target_embedding_
-                                   : weights.get("decoder/output/weight", {config_.target_vocab_size, d});
   // The output bias is kept in fp32: it is added to fp32 logits.
   Tensor output_bias;
   if (config_.output_bias)
     output_bias = WeightLoader(file, options.device, DataType::F32).get("decoder/output/bias", {config_.target_vocab_size});
-  output_head_ = OutputHead(output_weight, output_bias, options_.tuning.topk_algorithm, formats.output);
+  const ops::TopkAlgorithm topk = options_.tuning.topk_algorithm;
+  output_head_ = config_.tied_output ? OutputHead(target_embedding_, output_bias, topk, formats.output)
+                                     : OutputHead(untied_output_weight(file, options, {config_.target_vocab_size, d}),
+                                                  output_bias, topk);
   // A tied embedding reads the head's weight, which may be a view of its padded copy: one copy in memory.
   if (config_.tied_output) {
     target_embedding_ = output_head_.weight();

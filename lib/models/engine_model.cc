@@ -14,6 +14,11 @@ WeightFormats weight_formats(const ModelOptions& options) {
   return formats;
 }
 
+DenseWeight untied_output_weight(const ModelFile& file, const ModelOptions& options, const Shape& shape) {
+  const WeightLoader loader(file, options.device, options.dtype, weight_formats(options).output);
+  return loader.get_dense("decoder/output/weight", shape);
+}
+
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options) {
   // A CPU model's weights come from an arena of huge pages (core/host_arena.h), which their tensors keep
   // for as long as they live.

@@ -6,8 +6,9 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
-#include "models/engine_tuning.h"
 #include "format/model_file.h"
+#include "layers/weights.h"
+#include "models/engine_tuning.h"
 #include "models/step_runner.h"
 #include "search/step_model.h"
 
@@ -40,6 +41,9 @@ struct WeightFormats {
   ops::WeightFormat output = ops::WeightFormat::Plain;
 };
 WeightFormats weight_formats(const ModelOptions& options);
+// An untied output layer's weight ("decoder/output/weight", `shape`) in the output format: on the CPU a large
+// one keeps only its prepared form (WeightLoader::get_dense), where a tied one stays the embedding's.
+DenseWeight untied_output_weight(const ModelFile& file, const ModelOptions& options, const Shape& shape);
 
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options);
 

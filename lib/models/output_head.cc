@@ -69,6 +69,17 @@ OutputHead::OutputHead(Tensor weight, Tensor bias, ops::TopkAlgorithm algorithm,
   select_bias_ = Tensor::from_floats({rows}, padded_bias).to(weight.device());
 }
 
+OutputHead::OutputHead(DenseWeight weight, Tensor bias, ops::TopkAlgorithm algorithm) {
+  if (weight.prepared == nullptr) {
+    *this = OutputHead(std::move(weight.weight), std::move(bias), algorithm);
+    return;
+  }
+  algorithm_ = algorithm;
+  weight_ = select_weight_ = std::move(weight.weight);
+  bias_ = select_bias_ = std::move(bias);
+  prepared_ = std::move(weight.prepared);
+}
+
 Tensor OutputHead::product(const Tensor& x, const Tensor& weight) const {
   ops::MatmulOptions options;
   options.fp32_output = true;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "layers/weights.h"
 #include "ops/ops.h"
 #include "search/step_model.h"
 
@@ -54,6 +55,9 @@ class OutputHead {
   // A tied model's embedding should then read weight(), which may be a view of the padded copy (below).
   OutputHead(Tensor weight, Tensor bias, ops::TopkAlgorithm algorithm,
              ops::WeightFormat format = ops::WeightFormat::Plain);
+  // An untied weight as the loader prepared it (WeightLoader::get_dense): on the CPU a large weight then holds
+  // only its shape, and its products read the prepared form alone. Nothing prepared: as a plain weight.
+  OutputHead(DenseWeight weight, Tensor bias, ops::TopkAlgorithm algorithm);
 
   // Logits of x [rows, d] -> [rows, V] fp32, without the bias.
   Tensor logits(const Tensor& x) const;
@@ -66,7 +70,7 @@ class OutputHead {
   // The greedy output layer as the persistent decoder kernel folds it in (ops::PersistentGreedyOutput).
   ops::PersistentGreedyOutput persistent_greedy(const SuppressedLists& suppressed, Tensor& values, Tensor& ids) const;
 
-  const Tensor& weight() const { return weight_; }
+  const Tensor& weight() const { return weight_; }  // may hold its shape only (the DenseWeight constructor)
   const Tensor& bias() const { return bias_; }
 
  private:

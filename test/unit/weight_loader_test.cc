@@ -1,5 +1,6 @@
 // WeightLoader::get_dense: a Dense weight in the CPU's forms. Int8 keeps only the quantized panels, and the
-// products read nothing else.
+// products read nothing else; a large fp32 weight (a layer's, or an untied output layer's) keeps only its panels
+// once they are written.
 #include <string>
 
 #include "catch.h"
@@ -7,6 +8,8 @@
 #include "cpu/packed_matrix.h"
 #include "format/model_file.h"
 #include "layers/weights.h"
+#include "models/engine_model.h"
+#include "models/output_head.h"
 #include "ops/ops.h"
 #include "support/model_builder.h"
 #include "support/random_tensor.h"
@@ -127,4 +130,37 @@ TEST_CASE("a large fp32 Dense weight packed on use keeps its plain values only u
   }
   CHECK(matrix->packed());
   CHECK_FALSE(matrix->source().has_data());
+}
+
+TEST_CASE("an untied output layer over a large packed weight keeps only its panels and selects as the full weight",
+          "[weights]") {
+  if (!ops::weight_format_available(ops::WeightFormat::Packed, Device::CPU)) return;  // no packed kernels: plain
+  TinyLlamaShape shape_of_model;
+  shape_of_model.d_model = 512;
+  shape_of_model.heads = 8;
+  shape_of_model.kv_heads = 8;
+  shape_of_model.layers = 1;
+  shape_of_model.vocab = 4096;  // an output weight of 8 MiB of fp32, past the loader's threshold
+  const std::string path = temp_path("untied_head.seqtrans");
+  write_model_file(path, make_tiny_llama_model(shape_of_model));
+  const ModelFile file = ModelFile::open(path);
+  const Shape shape{shape_of_model.vocab, shape_of_model.d_model};
+
+  const OutputHead head(untied_output_weight(file, ModelOptions{}, shape), Tensor(), ops::TopkAlgorithm::Auto);
+  CHECK(head.weight().shape() == shape);
+  CHECK_FALSE(head.weight().has_data());
+  const OutputHead full(WeightLoader(file, Device::CPU, DataType::F32).get("decoder/output/weight", shape), Tensor(),
+                        ops::TopkAlgorithm::Auto);
+  SuppressedLists suppressed;
+  suppressed.select({}, shape_of_model.vocab, Device::CPU);
+  const Tensor x = random_floats({3, shape_of_model.d_model}, -1.0f, 1.0f);
+  // Before the panels (packed on the fly) and after them: the same k best, bit for bit.
+  for (int product = 0; product < cpu::PackedMatrix::kPackOnUse + 1; ++product) {
+    CAPTURE(product);
+    Tensor values, ids, full_values, full_ids;
+    head.select(x, OutputSelection{4, &suppressed}, values, ids);
+    full.select(x, OutputSelection{4, &suppressed}, full_values, full_ids);
+    CHECK(ids.to_int_vector() == full_ids.to_int_vector());
+    CHECK(values.to_float_vector() == full_values.to_float_vector());
+  }
 }
