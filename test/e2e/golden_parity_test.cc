@@ -236,3 +236,29 @@ TEST_CASE("GPU fp16 stays close to Hugging Face's fp16 generate() on the tiny mo
     CHECK(report.identical >= report.total * 85 / 100);
   }
 }
+
+// Each fp16 golden (scripts/make_fp16_goldens.py) reruns its fp32 golden: the same settings but dtype and device,
+// the same sources and source ids, in the same order.
+TEST_CASE("the fp16 goldens rerun their fp32 goldens' settings on the same sources", "[e2e][parity]") {
+  const std::string directory = std::string(SEQTRANS_TEST_DATA) + "/golden/";
+  size_t files = 0;
+  for (const std::string stem : {"marian_tiny", "nllb_tiny", "m2m100_tiny", "mbart50_tiny", "llama_tiny_mha",
+                                 "llama_tiny_gqa2", "llama_tiny_gqa4", "llama_tiny_bias"})
+    for (const std::string set : {"greedy", "beam4"}) {
+      INFO(stem << "_" << set);
+      const GoldenFile fp32 = read_golden(directory + stem + "_" + set + ".tsv");
+      const GoldenFile fp16 = read_golden(directory + stem + "_" + set + "_fp16.tsv");
+      CHECK(fp16.settings.at("dtype") == "float16");
+      CHECK(fp16.settings.at("device") == "cuda");
+      std::map<std::string, std::string> same = fp16.settings, expected = fp32.settings;
+      for (const char* key : {"dtype", "device"}) same.erase(key), expected.erase(key);
+      CHECK(same == expected);
+      REQUIRE(fp16.cases.size() == fp32.cases.size());
+      for (size_t i = 0; i < fp16.cases.size(); ++i) {
+        CHECK(fp16.cases[i].source_text == fp32.cases[i].source_text);
+        CHECK(fp16.cases[i].source_ids == fp32.cases[i].source_ids);
+      }
+      ++files;
+    }
+  CHECK(files == 16);
+}
