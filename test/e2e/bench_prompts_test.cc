@@ -15,7 +15,8 @@ using namespace seqtrans::testing;
 
 namespace {
 
-const std::string kModel = std::string(SEQTRANS_TEST_DATA) + "/llama_tiny_gqa2.seqtrans";
+// The tiny Llama checkpoint, converted once per test binary.
+const std::string& llama_model() { return converted_golden_model("llama_tiny_gqa2"); }
 
 // Golden sources framed as the goldens' prompts, in generate's input format: one line each, the line end
 // between source and answer written as `\n`.
@@ -42,15 +43,16 @@ TEST_CASE("bench reads a decoder-only model's prompts as generate does", "[e2e][
   const std::string output = temp_path("bench_completions") + ".txt";
   const std::vector<std::string> decoding = {"--device", "cpu", "-b", "1", "--max-length", "12", "0"};
 
-  std::vector<std::string> generate = {seqtrans_binary(), "generate", "-m", kModel, "-i", prompts, "--quiet"};
+  std::vector<std::string> generate = {seqtrans_binary(), "generate", "-m", llama_model(), "-i", prompts, "--quiet"};
   generate.insert(generate.end(), decoding.begin(), decoding.end());
   const ProcessResult generated = run_process(generate);
   INFO(generated.err);
   REQUIRE(generated.exit_code == 0);
 
   // Chunks of 5 tokens: every prompt (about 40 tokens) is prefilled over several iterations.
-  std::vector<std::string> bench = {seqtrans_binary(), "bench", "-m", kModel, "-i", prompts, "-o", output,
-                                    "--runs", "1", "--warmup", "0", "--prefill-chunk", "5"};
+  std::vector<std::string> bench = {
+      seqtrans_binary(), "bench", "-m", llama_model(), "-i", prompts, "-o", output, "--runs", "1", "--warmup", "0",
+      "--prefill-chunk", "5"};
   bench.insert(bench.end(), decoding.begin(), decoding.end());
   const ProcessResult benched = run_process(bench);
   INFO(benched.err);
@@ -64,8 +66,8 @@ TEST_CASE("bench reads a decoder-only model's prompts as generate does", "[e2e][
     for (size_t at = line.find("\\n"); at != std::string::npos; at = line.find("\\n", at)) line.replace(at, 2, " ");
   CHECK(lines_of(bench_text) == expected);
 
-  std::vector<std::string> arrivals = {seqtrans_binary(), "bench", "-m", kModel, "-i", prompts,
-                                       "--arrival-rate", "200", "--prefill-chunk", "5"};
+  std::vector<std::string> arrivals = {seqtrans_binary(), "bench",          "-m",  llama_model(),     "-i",
+                                       prompts,           "--arrival-rate", "200", "--prefill-chunk", "5"};
   arrivals.insert(arrivals.end(), decoding.begin(), decoding.end());
   const ProcessResult arrived = run_process(arrivals);
   INFO(arrived.err);
@@ -77,7 +79,8 @@ TEST_CASE("bench reads a decoder-only model's prompts as generate does", "[e2e][
 
 TEST_CASE("bench --prefill-stall gives a row per chunk size and refuses an encoder-decoder model", "[e2e][bench]") {
   const ProcessResult result = run_process(
-      {seqtrans_binary(), "bench", "--prefill-stall", "--device", "cpu", "-m", kModel, "--source-length", "40"}, "", 300);
+      {seqtrans_binary(), "bench", "--prefill-stall", "--device", "cpu", "-m", llama_model(), "--source-length", "40"},
+      "", 300);
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   const std::vector<std::string> lines = lines_of(result.out);

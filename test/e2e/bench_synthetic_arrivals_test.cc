@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "support/golden.h"
 #include "support/model_builder.h"
 #include "support/process.h"
 
@@ -93,9 +94,9 @@ TEST_CASE("bench --synthetic --arrival-rate refuses the grid's flags in one line
   const std::string input = temp_path("arrival_input");
   std::ofstream(input) << "a line\n";
   for (const char* flag : {"--profile", "--ablations"}) {
-    const ProcessResult real = run_process({seqtrans_binary(), "bench", "--device", "cpu", "-m",
-                                            std::string(SEQTRANS_TEST_DATA) + "/llama_tiny_gqa2.seqtrans", "-i", input,
-                                            "--arrival-rate", "10", flag});
+    const ProcessResult real =
+        run_process({seqtrans_binary(), "bench", "--device", "cpu", "-m", converted_golden_model("llama_tiny_gqa2"),
+                     "-i", input, "--arrival-rate", "10", flag});
     INFO(real.err);
     CHECK(real.exit_code != 0);
     CHECK(real.err.find(std::string(flag) + " belongs to the throughput runs") != std::string::npos);
@@ -104,9 +105,9 @@ TEST_CASE("bench --synthetic --arrival-rate refuses the grid's flags in one line
   const ProcessResult lines_alone = run_process({seqtrans_binary(), "bench", "--synthetic", "--arrival-lines", "5"});
   CHECK(lines_alone.exit_code != 0);
   CHECK(lines_alone.err.find("--arrival-lines sets the lines of --synthetic --arrival-rate") != std::string::npos);
-  const ProcessResult real_modes = run_process({seqtrans_binary(), "bench", "-m",
-                                                std::string(SEQTRANS_TEST_DATA) + "/llama_tiny_gqa2.seqtrans", "-i",
-                                                input, "--arrival-rate", "10", "--arrival-batching", "iteration"});
+  const ProcessResult real_modes =
+      run_process({seqtrans_binary(), "bench", "-m", converted_golden_model("llama_tiny_gqa2"), "-i", input,
+                   "--arrival-rate", "10", "--arrival-batching", "iteration"});
   CHECK(real_modes.exit_code != 0);
   CHECK(real_modes.err.find("--arrival-batching picks the modes of --synthetic --arrival-rate") != std::string::npos);
   CHECK(split_lines(real_modes.err).size() == 1);

@@ -25,7 +25,7 @@ GoldenFile golden_of(const std::string& search) {
 }
 
 std::unique_ptr<DecoderOnlyModel> model_with_chunk(Device device, int64_t chunk, bool batch_invariant = false) {
-  const ModelFile file = ModelFile::open(std::string(SEQTRANS_TEST_DATA) + "/" + kModel + ".seqtrans");
+  const ModelFile file = ModelFile::open(converted_golden_model(kModel));
   ModelOptions options{device, DataType::F32, {}};
   options.tuning.prefill_chunk_tokens = chunk;
   options.tuning.batch_invariant = batch_invariant;

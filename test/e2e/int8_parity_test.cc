@@ -46,7 +46,7 @@ TEST_CASE("CPU int8 reaches a decoder-only model's products and keeps most of it
     WARN("no AVX2 on this CPU: int8 weights are not packed, the run is fp32");
     return;
   }
-  const ModelFile file = ModelFile::open(std::string(SEQTRANS_TEST_DATA) + "/llama_tiny_gqa2.seqtrans");
+  const ModelFile file = ModelFile::open(converted_golden_model("llama_tiny_gqa2"));
   DecoderOnlyModel fp32(file, {Device::CPU, DataType::F32});
   ModelOptions int8_options{Device::CPU, DataType::F32};
   int8_options.int8_weights = true;

@@ -30,7 +30,7 @@ LlamaRun run_golden(const std::string& model, const std::string& search, Device 
   LlamaRun run;
   run.golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/" + model + "_" + search + ".tsv");
   REQUIRE(run.golden.cases.size() >= 20);
-  const ModelFile file = ModelFile::open(std::string(SEQTRANS_TEST_DATA) + "/" + model + ".seqtrans");
+  const ModelFile file = ModelFile::open(converted_golden_model(model));
   DecoderOnlyModel decoder(file, {device, dtype});
   std::vector<std::vector<int32_t>> prompts;
   for (const GoldenCase& line : run.golden.cases) prompts.push_back(line.source_ids);
@@ -69,7 +69,7 @@ TEST_CASE("Llama goldens: the CPU gives Hugging Face's tokens, greedy and beam 4
 
 TEST_CASE("Llama: prompts decoded together give what each gives alone", "[llama]") {
   const GoldenFile golden = read_golden(std::string(SEQTRANS_TEST_DATA) + "/golden/llama_tiny_gqa2_beam4.tsv");
-  const ModelFile file = ModelFile::open(std::string(SEQTRANS_TEST_DATA) + "/llama_tiny_gqa2.seqtrans");
+  const ModelFile file = ModelFile::open(converted_golden_model("llama_tiny_gqa2"));
   DecoderOnlyModel decoder(file, {});
   const SearchOptions options = golden_search_options(golden);
   std::vector<std::vector<int32_t>> prompts;

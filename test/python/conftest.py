@@ -3,6 +3,8 @@ inputs from the golden files."""
 
 import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -39,3 +41,15 @@ def translator():
     import seqtrans
 
     return seqtrans.Translator(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def llama_model(tmp_path_factory) -> pathlib.Path:
+    """test/data/llama_tiny_gqa2 (a tiny LlamaForCausalLM checkpoint) converted by scripts/convert_hf.py, once."""
+    path = tmp_path_factory.mktemp("llama") / "llama_tiny_gqa2.seqtrans"
+    result = subprocess.run([sys.executable, str(REPOSITORY / "scripts" / "convert_hf.py"),
+                             str(REPOSITORY / "test" / "data" / "llama_tiny_gqa2"), str(path), "--dtype", "fp32"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return path
+

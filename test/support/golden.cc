@@ -67,7 +67,7 @@ const std::string& converted_golden_model(const std::string& name) {
   const auto found = paths.find(name);
   if (found != paths.end()) return found->second;
   const std::string out = temp_path(name + ".seqtrans");
-  const std::string command = std::string("python3 ") + SEQTRANS_SOURCE_DIR + "/scripts/convert_marian.py " +
+  const std::string command = std::string("python3 ") + SEQTRANS_SOURCE_DIR + "/scripts/convert_hf.py " +
                               SEQTRANS_TEST_DATA + "/" + name + " " + out + " --dtype fp32 > /dev/null";
   if (run_command(command) != 0) throw Error("converter failed: " + command);
   return paths.emplace(name, out).first->second;

@@ -34,8 +34,9 @@ GoldenFile read_golden(const std::string& path);
 // 229 source ids, one blank), one per line, for tests that run the CLI on them.
 std::string golden_source_lines(size_t count);
 
-// test/data/<name> (a golden checkpoint: marian_tiny, marian_separate) converted with
-// scripts/convert_marian.py (fp32), once per name and test binary.
+// test/data/<name> (a golden checkpoint in the hub's layout: marian_tiny, nllb_tiny, llama_tiny_gqa2, ...)
+// converted with scripts/convert_hf.py (fp32), once per name and test binary. The converted files are not kept
+// in the repository: the checkpoints are the source, and the device machines take a tree of at most 64 MiB.
 const std::string& converted_golden_model(const std::string& name);
 
 // converted_golden_model("marian_tiny").

@@ -1,9 +1,7 @@
 // PromptTokenizer against Hugging Face's LlamaTokenizer: the ids and texts scripts/make_llama_goldens.py wrote
 // to test/data/golden/llama_tokenizer.tsv (prompts with non-ASCII text, emoji, leading, trailing and repeated
 // spaces, an empty line, special-token text; id sequences with byte runs valid and not), for each of HF's
-// prefix schemes, with the tokenizer of the converted test/data/llama_tiny_mha.seqtrans.
-#include "text/prompt_tokenizer.h"
-
+// prefix schemes, with the tokenizer of test/data/llama_tiny_mha as converted.
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -12,6 +10,8 @@
 #include "catch.h"
 #include "core/error.h"
 #include "format/model_file.h"
+#include "support/golden.h"
+#include "text/prompt_tokenizer.h"
 #include "translator.h"
 
 namespace seqtrans {
@@ -68,7 +68,7 @@ std::string join(const std::vector<int32_t>& ids) {
 }
 
 TokenizerSpec llama_spec(PromptSpacePrefix prefix) {
-  TokenizerSpec spec = tokenizer_spec(ModelFile::open(std::string(SEQTRANS_TEST_DATA) + "/llama_tiny_mha.seqtrans"));
+  TokenizerSpec spec = tokenizer_spec(ModelFile::open(testing::converted_golden_model("llama_tiny_mha")));
   REQUIRE(spec.prompt.has_value());
   spec.prompt->space_prefix = prefix;
   return spec;
