@@ -14,7 +14,10 @@ constexpr size_t kOwnArenaMinBytes = size_t{8} << 20;
 
 }  // namespace
 
-DenseWeight WeightLoader::get_dense(const std::string& name, const Shape& shape) const {
+DenseWeight WeightLoader::get_dense(const std::string& name, const Shape& shape, bool pack_now) const {
+  const auto prepare = [&](const Tensor& weight) {
+    return pack_now ? ops::prepare_weight_now(weight, dense_format_) : ops::prepare_weight(weight, dense_format_);
+  };
   const bool prepared_on_cpu = device_ == Device::CPU && ops::weight_format_available(dense_format_, device_) &&
                                dense_format_ != ops::WeightFormat::Plain;
   const bool own_memory =
@@ -22,19 +25,20 @@ DenseWeight WeightLoader::get_dense(const std::string& name, const Shape& shape)
                           static_cast<size_t>(shape_elements(shape)) * sizeof(float) >= kOwnArenaMinBytes);
   if (!own_memory) {
     Tensor weight = get(name, shape);
-    auto prepared = ops::prepare_weight(weight, dense_format_);
+    auto prepared = prepare(weight);
     return {std::move(weight), std::move(prepared)};
   }
   // The plain values in memory of their own, outside the model's arena (which never frees): the heap for
   // int8, dropped once quantized; an arena of their own for fp32 panels, which the matrix frees once it has
-  // written them (cpu::PackedMatrix::use). The layer keeps the weight's shape only.
+  // written them (cpu::PackedMatrix::use), or which goes on return (pack_now). The layer keeps the weight's
+  // shape only.
   Tensor plain;
   {
     const HostArenaRef own = dense_format_ == ops::WeightFormat::Packed ? HostArena::open() : HostArenaRef();
     const HostArenaScope scope(own.get());
     plain = get(name, shape);
   }
-  auto prepared = ops::prepare_weight(plain, dense_format_);
+  auto prepared = prepare(plain);
   SEQTRANS_CHECK(prepared != nullptr, "{}: no {} form on this device", name, ops::weight_format_name(dense_format_));
   return {Tensor::shape_only(plain.shape(), plain.dtype(), plain.device()), std::move(prepared)};
 }

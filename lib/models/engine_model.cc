@@ -16,7 +16,8 @@ WeightFormats weight_formats(const ModelOptions& options) {
 
 DenseWeight untied_output_weight(const ModelFile& file, const ModelOptions& options, const Shape& shape) {
   const WeightLoader loader(file, options.device, options.dtype, weight_formats(options).output);
-  return loader.get_dense("decoder/output/weight", shape);
+  // Every step reads it: its panels are written at load, so that its plain values go before the layers load.
+  return loader.get_dense("decoder/output/weight", shape, /*pack_now=*/true);
 }
 
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options) {

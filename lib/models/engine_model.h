@@ -42,7 +42,7 @@ struct WeightFormats {
 };
 WeightFormats weight_formats(const ModelOptions& options);
 // An untied output layer's weight ("decoder/output/weight", `shape`) in the output format: on the CPU a large
-// one keeps only its prepared form (WeightLoader::get_dense), where a tied one stays the embedding's.
+// one keeps only its panels, written at load (WeightLoader::get_dense), where a tied one stays the embedding's.
 DenseWeight untied_output_weight(const ModelFile& file, const ModelOptions& options, const Shape& shape);
 
 std::unique_ptr<EngineModel> make_engine_model(const ModelFile& file, const ModelOptions& options);

@@ -24,6 +24,13 @@ std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, Weigh
   return cpu::pack_matrix(weight, format);
 }
 
+std::shared_ptr<const PreparedWeight> prepare_weight_now(const Tensor& weight, WeightFormat format) {
+  check_rank("prepare_weight_now", "weight", weight, 2);
+  if (format == WeightFormat::Plain || weight.device() != Device::CPU) return nullptr;
+  check_dtype("prepare_weight_now", "weight", weight, DataType::F32);
+  return cpu::pack_matrix(weight, format);
+}
+
 bool weight_format_available(WeightFormat format, Device device) {
   if (format == WeightFormat::Plain) return true;
   return device == Device::CPU && cpu::cpu_isa() != cpu::Isa::Portable;

@@ -31,6 +31,9 @@ class PreparedWeight {
 // Plain format, a CPU whose vector sets have no packed kernels). The CPU's Packed panels are written by
 // the products that read them (cpu/packed_matrix.h): the products read `weight` until then.
 std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, WeightFormat format);
+// The same with the CPU's Packed panels written now: for a weight every decoder step reads (an untied output
+// layer), whose plain values can then go before the rest of the model loads.
+std::shared_ptr<const PreparedWeight> prepare_weight_now(const Tensor& weight, WeightFormat format);
 
 // Whether this machine's `device` has kernels that read weights in `format`: plain everywhere; packed and
 // int8 on a CPU with AVX2 (prepare_weight returns none elsewhere, and the products read the plain weight).

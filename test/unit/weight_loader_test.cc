@@ -132,8 +132,9 @@ TEST_CASE("a large fp32 Dense weight packed on use keeps its plain values only u
   CHECK_FALSE(matrix->source().has_data());
 }
 
-TEST_CASE("an untied output layer over a large packed weight keeps only its panels and selects as the full weight",
-          "[weights]") {
+TEST_CASE(
+    "an untied output layer over a large weight keeps only its panels, written at load, and selects as the full weight",
+    "[weights]") {
   if (!ops::weight_format_available(ops::WeightFormat::Packed, Device::CPU)) return;  // no packed kernels: plain
   TinyLlamaShape shape_of_model;
   shape_of_model.d_model = 512;
@@ -146,7 +147,13 @@ TEST_CASE("an untied output layer over a large packed weight keeps only its pane
   const ModelFile file = ModelFile::open(path);
   const Shape shape{shape_of_model.vocab, shape_of_model.d_model};
 
-  const OutputHead head(untied_output_weight(file, ModelOptions{}, shape), Tensor(), ops::TopkAlgorithm::Auto);
+  DenseWeight untied = untied_output_weight(file, ModelOptions{}, shape);
+  // Its panels are written at load, and no plain copy is left.
+  const auto* matrix = dynamic_cast<const cpu::PackedMatrix*>(untied.prepared.get());
+  REQUIRE(matrix != nullptr);
+  CHECK(matrix->packed());
+  CHECK_FALSE(matrix->source().has_data());
+  const OutputHead head(std::move(untied), Tensor(), ops::TopkAlgorithm::Auto);
   CHECK(head.weight().shape() == shape);
   CHECK_FALSE(head.weight().has_data());
   const OutputHead full(WeightLoader(file, Device::CPU, DataType::F32).get("decoder/output/weight", shape), Tensor(),
@@ -154,7 +161,7 @@ TEST_CASE("an untied output layer over a large packed weight keeps only its pane
   SuppressedLists suppressed;
   suppressed.select({}, shape_of_model.vocab, Device::CPU);
   const Tensor x = random_floats({3, shape_of_model.d_model}, -1.0f, 1.0f);
-  // Before the panels (packed on the fly) and after them: the same k best, bit for bit.
+  // The same k best as the full weight (whose panels are packed on the fly, then written), bit for bit.
   for (int product = 0; product < cpu::PackedMatrix::kPackOnUse + 1; ++product) {
     CAPTURE(product);
     Tensor values, ids, full_values, full_ids;
