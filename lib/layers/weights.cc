@@ -15,9 +15,6 @@ constexpr size_t kOwnArenaMinBytes = size_t{8} << 20;
 }  // namespace
 
 DenseWeight WeightLoader::get_dense(const std::string& name, const Shape& shape, bool pack_now) const {
-  const auto prepare = [&](const Tensor& weight) {
-    return pack_now ? ops::prepare_weight_now(weight, dense_format_) : ops::prepare_weight(weight, dense_format_);
-  };
   const bool prepared_on_cpu = device_ == Device::CPU && ops::weight_format_available(dense_format_, device_) &&
                                dense_format_ != ops::WeightFormat::Plain;
   const bool own_memory =
@@ -25,7 +22,7 @@ DenseWeight WeightLoader::get_dense(const std::string& name, const Shape& shape,
                           static_cast<size_t>(shape_elements(shape)) * sizeof(float) >= kOwnArenaMinBytes);
   if (!own_memory) {
     Tensor weight = get(name, shape);
-    auto prepared = prepare(weight);
+    auto prepared = ops::prepare_weight(weight, dense_format_, pack_now);
     return {std::move(weight), std::move(prepared)};
   }
   // The plain values in memory of their own, outside the model's arena (which never frees): the heap for
@@ -38,7 +35,7 @@ DenseWeight WeightLoader::get_dense(const std::string& name, const Shape& shape,
     const HostArenaScope scope(own.get());
     plain = get(name, shape);
   }
-  auto prepared = prepare(plain);
+  auto prepared = ops::prepare_weight(plain, dense_format_, pack_now);
   SEQTRANS_CHECK(prepared != nullptr, "{}: no {} form on this device", name, ops::weight_format_name(dense_format_));
   return {Tensor::shape_only(plain.shape(), plain.dtype(), plain.device()), std::move(prepared)};
 }

@@ -30,7 +30,7 @@ class WeightLoader {
   // quantized form: the fp32 values are read outside the model's arena (which never frees, core/host_arena.h)
   // and dropped once quantized, so an int8 model holds a quarter of the fp32 weights' memory, not 1.25 times.
   // Large fp32 weights packed on use keep their plain values only until their panels are written; pack_now
-  // writes them here (ops::prepare_weight_now), so that a large weight's plain values are gone on return.
+  // writes them here (ops::prepare_weight's pack_now), so that a large weight's plain values are gone on return.
   DenseWeight get_dense(const std::string& name, const Shape& shape, bool pack_now = false) const;
   Device device() const { return device_; }
   ops::WeightFormat dense_format() const { return dense_format_; }

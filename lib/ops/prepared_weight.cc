@@ -15,19 +15,12 @@ const char* weight_format_name(WeightFormat format) {
   return "?";
 }
 
-std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, WeightFormat format) {
+std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, WeightFormat format, bool pack_now) {
   check_rank("prepare_weight", "weight", weight, 2);
   if (format == WeightFormat::Plain || weight.device() != Device::CPU) return nullptr;
   check_dtype("prepare_weight", "weight", weight, DataType::F32);
-  // fp32 panels wait for the products that read them; int8 has no plain path to fall back on.
-  if (format == WeightFormat::Packed) return cpu::pack_matrix_on_use(weight);
-  return cpu::pack_matrix(weight, format);
-}
-
-std::shared_ptr<const PreparedWeight> prepare_weight_now(const Tensor& weight, WeightFormat format) {
-  check_rank("prepare_weight_now", "weight", weight, 2);
-  if (format == WeightFormat::Plain || weight.device() != Device::CPU) return nullptr;
-  check_dtype("prepare_weight_now", "weight", weight, DataType::F32);
+  // fp32 panels wait for the products that read them, unless asked now; int8 has no plain path to fall back on.
+  if (format == WeightFormat::Packed && !pack_now) return cpu::pack_matrix_on_use(weight);
   return cpu::pack_matrix(weight, format);
 }
 

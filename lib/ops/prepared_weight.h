@@ -29,11 +29,10 @@ class PreparedWeight {
 
 // `weight` [n, k] in `format` for its device; null where the device reads the plain tensor (CUDA, the
 // Plain format, a CPU whose vector sets have no packed kernels). The CPU's Packed panels are written by
-// the products that read them (cpu/packed_matrix.h): the products read `weight` until then.
-std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, WeightFormat format);
-// The same with the CPU's Packed panels written now: for a weight every decoder step reads (an untied output
-// layer), whose plain values can then go before the rest of the model loads.
-std::shared_ptr<const PreparedWeight> prepare_weight_now(const Tensor& weight, WeightFormat format);
+// the products that read them (cpu/packed_matrix.h): the products read `weight` until then. pack_now writes
+// them here: for a weight every decoder step reads (an untied output layer), whose plain values can then go
+// before the rest of the model loads.
+std::shared_ptr<const PreparedWeight> prepare_weight(const Tensor& weight, WeightFormat format, bool pack_now = false);
 
 // Whether this machine's `device` has kernels that read weights in `format`: plain everywhere; packed and
 // int8 on a CPU with AVX2 (prepare_weight returns none elsewhere, and the products read the plain weight).

@@ -61,6 +61,26 @@ void check_all_identical(Device device) {
   for (const char* search : {"repetition_greedy", "repetition_beam4"}) check_identical("llama_tiny_gqa2", search, device);
 }
 
+struct IdenticalLines {
+  size_t identical = 0, total = 0;
+};
+
+// GPU fp16 over every model's greedy and beam-4 goldens (`suffix` "": HF's fp32 ones; "_fp16": HF's fp16 ones),
+// each set's count printed.
+IdenticalLines fp16_identical_lines(const std::string& suffix) {
+  IdenticalLines lines;
+  for (const char* model : kLlamaModels)
+    for (const std::string search : {"greedy", "beam4"}) {
+      const LlamaRun run = run_golden(model, search + suffix, Device::CUDA, DataType::F16);
+      const size_t identical = identical_lines(run);
+      std::cout << fmt::format("llama parity {} {} cuda fp16: {}/{} identical\n", model, search + suffix, identical,
+                               run.golden.cases.size());
+      lines.identical += identical;
+      lines.total += run.golden.cases.size();
+    }
+  return lines;
+}
+
 }  // namespace
 
 TEST_CASE("Llama goldens: the CPU gives Hugging Face's tokens, greedy and beam 4", "[llama]") {
@@ -89,17 +109,8 @@ TEST_CASE("Llama goldens on the GPU: fp32 identical, fp16 at least 98%", "[llama
   check_all_identical(Device::CUDA);
   // fp16 over all 400 lines: these briefly trained models have near-ties (top-2 gaps down to 3e-5, the
   // goldens' READMEs), which fp16 rounding flips a line or two of a set at a time.
-  size_t identical = 0, total = 0;
-  for (const char* model : kLlamaModels)
-    for (const char* search : {"greedy", "beam4"}) {
-      const LlamaRun run = run_golden(model, search, Device::CUDA, DataType::F16);
-      const size_t lines = identical_lines(run);
-      std::cout << fmt::format("llama parity {} {} cuda fp16: {}/{} identical\n", model, search, lines,
-                               run.golden.cases.size());
-      identical += lines;
-      total += run.golden.cases.size();
-    }
-  CHECK(identical * 100 >= total * 98);
+  const IdenticalLines fp16 = fp16_identical_lines("");
+  CHECK(fp16.identical * 100 >= fp16.total * 98);
 }
 
 // Against Hugging Face's own fp16 generate() (scripts/make_fp16_goldens.py), where both engines round weights
@@ -107,15 +118,6 @@ TEST_CASE("Llama goldens on the GPU: fp32 identical, fp16 at least 98%", "[llama
 // README); seqtrans gave Hugging Face's fp16 tokens on 391/400 (H200).
 TEST_CASE("Llama goldens on the GPU in fp16 against Hugging Face's fp16 generate()", "[llama][gpu]") {
   REQUIRE_GPU_OR_SKIP();
-  size_t identical = 0, total = 0;
-  for (const char* model : kLlamaModels)
-    for (const char* search : {"greedy_fp16", "beam4_fp16"}) {
-      const LlamaRun run = run_golden(model, search, Device::CUDA, DataType::F16);
-      const size_t lines = identical_lines(run);
-      std::cout << fmt::format("llama parity {} {} cuda fp16 against HF fp16: {}/{} identical\n", model, search,
-                               lines, run.golden.cases.size());
-      identical += lines;
-      total += run.golden.cases.size();
-    }
-  CHECK(identical * 100 >= total * 95);
+  const IdenticalLines fp16 = fp16_identical_lines("_fp16");
+  CHECK(fp16.identical * 100 >= fp16.total * 95);
 }
